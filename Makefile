@@ -1,0 +1,41 @@
+# LayerFS. `make test` is what CI runs (.ci/run); see README.md.
+GO        ?= go
+BIN       ?= bin
+PREFIX    ?= /usr/local
+# Unit packages run with the race detector; integration/ needs root, FUSE
+# and overlayfs, and skips cleanly without them (fails with LAYERFS_REQUIRE_ROOT=1).
+UNIT       = $(shell $(GO) list ./... | grep -v -e /integration -e /bench)
+
+.PHONY: build test test-race test-unit test-integration lint bench install demo clean
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+test: lint test-race test-integration
+
+test-unit:
+	$(GO) test $(UNIT)
+
+test-race:
+	$(GO) test -race $(UNIT)
+
+test-integration: build
+	$(GO) test -count=1 -timeout 30m ./integration/...
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+bench: build
+	./bench/run.sh
+
+install: build
+	install -m 0755 $(BIN)/layerfs $(PREFIX)/bin/layerfs
+
+# The main job on a fresh machine: capture a real tree, export it, compare.
+demo: build
+	./bench/roundtrip.sh
+
+clean:
+	rm -rf $(BIN)

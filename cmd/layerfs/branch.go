@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+)
+
+func init() {
+	register(&command{
+		name:    "branch",
+		args:    "list | fork NAME FROM | delete NAME",
+		summary: "list, fork or delete branches",
+		help: `list shows every branch with its head. fork NAME FROM makes a new branch at
+FROM — a branch, a commit id or unique prefix, a layer (L<n> or its id), or
+any of these with ~N for the Nth parent — by writing one record; nothing is
+copied. delete NAME removes the branch record; its commits stay.`,
+		flags: func(c *cli) { c.jsonFlag() },
+		run:   runBranch,
+	})
+}
+
+type branchJSON struct {
+	Name    string    `json:"name"`
+	Head    string    `json:"head"`
+	Start   string    `json:"start"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+}
+
+func runBranch(c *cli, args []string) error {
+	if err := c.want(args, 1, 3); err != nil {
+		return err
+	}
+	st, err := c.open(false)
+	if err != nil {
+		return err
+	}
+	s := st.Backend()
+	switch args[0] {
+	case "list", "ls":
+		return branchList(c)
+	case "fork":
+		if err := c.want(args, 3, 3); err != nil {
+			return err
+		}
+		b, err := s.Fork(args[1], args[2])
+		if err != nil {
+			return err
+		}
+		if c.json {
+			return c.printJSON(branchJSON{b.Name, b.Head.String(), b.Start, b.Created, b.Updated})
+		}
+		fmt.Fprintf(c.out, "%s %s (from %s)\n", b.Name, b.Head.Short(), b.Start)
+		return nil
+	case "delete", "rm":
+		if err := c.want(args, 2, 2); err != nil {
+			return err
+		}
+		return s.DeleteBranch(args[1])
+	}
+	return fmt.Errorf("%w: unknown branch subcommand %q: want list, fork or delete", errUsage, args[0])
+}
+
+func branchList(c *cli) error {
+	bs, err := c.st.Backend().Branches()
+	if err != nil {
+		return err
+	}
+	if c.json {
+		out := make([]branchJSON, 0, len(bs))
+		for _, b := range bs {
+			out = append(out, branchJSON{b.Name, b.Head.String(), b.Start, b.Created, b.Updated})
+		}
+		return c.printJSON(out)
+	}
+	w := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+	for _, b := range bs {
+		fmt.Fprintf(w, "%s\t%s\tfrom %s\t%s\n", b.Name, b.Head.Short(), b.Start, b.Updated.Format(time.RFC3339))
+	}
+	return w.Flush()
+}

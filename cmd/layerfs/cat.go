@@ -1,0 +1,50 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/layerfs/layerfs/extents"
+	"github.com/layerfs/layerfs/store"
+)
+
+func init() {
+	register(&command{
+		name:    "cat",
+		args:    "REF:PATH",
+		summary: "print a file from a ref's tree",
+		run:     runCat,
+	})
+}
+
+func runCat(c *cli, args []string) error {
+	if err := c.want(args, 1, 1); err != nil {
+		return err
+	}
+	ref, path := splitRefPath(args[0])
+	if path == "" {
+		return fmt.Errorf("%w: give REF:PATH", errUsage)
+	}
+	st, err := c.open(false)
+	if err != nil {
+		return err
+	}
+	s := st.Backend()
+	root, _, err := s.CommitRoot(ref)
+	if err != nil {
+		return err
+	}
+	e, err := s.Lookup(root, path)
+	if err != nil {
+		return err
+	}
+	switch e.Type {
+	case store.TypeDir:
+		return fmt.Errorf("%s is a directory: %w", path, errUsage)
+	case store.TypeSymlink:
+		return fmt.Errorf("%s is a symlink to %s: %w", path, e.Target, errUsage)
+	}
+	r := extents.NewReader(s, extents.File{ID: e.ID, Size: e.Size})
+	_, err = io.Copy(c.out, io.NewSectionReader(r, 0, e.Size))
+	return err
+}

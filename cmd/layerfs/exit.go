@@ -1,0 +1,56 @@
+package main
+
+import (
+	"errors"
+
+	"github.com/layerfs/layerfs"
+	"github.com/layerfs/layerfs/store"
+)
+
+// Exit codes. Scripts may rely on them.
+const (
+	exitOK          = 0
+	exitError       = 1 // anything not listed below
+	exitUsage       = 2 // bad flags or arguments
+	exitNotFound    = 3 // unknown ref, branch, path or Store
+	exitConflict    = 4 // already exists, ambiguous, ref moved
+	exitCorrupt     = 5 // the Store is damaged (fsck found problems)
+	exitUnsupported = 6 // Store on an unsupported filesystem, or a newer format
+)
+
+var exitCodes = []struct {
+	err  error
+	code int
+}{
+	{errUsage, exitUsage},
+	{store.ErrBadName, exitUsage},
+	{store.ErrBadPath, exitUsage},
+	{store.ErrNotFound, exitNotFound},
+	{store.ErrExists, exitConflict},
+	{store.ErrAmbiguous, exitConflict},
+	{store.ErrStale, exitConflict},
+	{layerfs.ErrInitialized, exitConflict},
+	{layerfs.ErrNotEmpty, exitConflict},
+	{store.ErrCorrupt, exitCorrupt},
+	{errUnsound, exitCorrupt},
+	{store.ErrUnsupported, exitUnsupported},
+	{store.ErrNewerFormat, exitUnsupported},
+	{store.ErrNotStore, exitUnsupported},
+}
+
+var (
+	errUsage   = errors.New("usage")
+	errUnsound = errors.New("the Store is not sound")
+)
+
+func exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	for _, e := range exitCodes {
+		if errors.Is(err, e.err) {
+			return e.code
+		}
+	}
+	return exitError
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/layerfs/layerfs"
+)
+
+func init() {
+	register(&command{
+		name:    "export",
+		args:    "REF[:PATH] DIR",
+		summary: "materialize a ref's tree in a directory",
+		help: `Writes the tree REF names (or only PATH within it) into DIR, which must be
+missing or empty: contents, modes, mtimes and symlinks, and owners when run
+as root.`,
+		flags: func(c *cli) { c.jsonFlag() },
+		run:   runExport,
+	})
+}
+
+func runExport(c *cli, args []string) error {
+	if err := c.want(args, 2, 2); err != nil {
+		return err
+	}
+	st, err := c.open(false)
+	if err != nil {
+		return err
+	}
+	ref, path := splitRefPath(args[0])
+	res, err := st.Export(ref, args[1], layerfs.ExportOptions{Path: path})
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(res)
+	}
+	fmt.Fprintf(c.out, "%d files, %d dirs, %d symlinks, %s in %s\n", res.Files, res.Dirs, res.Symlinks,
+		humanBytes(res.Bytes), res.Duration.Round(time.Millisecond))
+	return nil
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/layerfs/layerfs"
+)
+
+var initFlags struct {
+	message  string
+	quiet    bool
+	progress bool
+}
+
+func init() {
+	register(&command{
+		name:    "init",
+		args:    "DIR",
+		summary: "capture a directory as main's first Layer",
+		help: `Creates the Store (if needed) and captures DIR completely: sources, .git,
+node_modules, every ignored file, symlinks (stored, never followed), empty
+directories, modes, owners and mtimes. Hard links become separate files;
+fifos, sockets and device files are skipped and listed. A progress bar is
+shown when stderr is a terminal.`,
+		flags: func(c *cli) {
+			c.fs.StringVar(&initFlags.message, "message", "", "commit message (default \"init DIR\")")
+			c.fs.BoolVar(&initFlags.quiet, "quiet", false, "print nothing but errors")
+			c.fs.BoolVar(&initFlags.progress, "progress", false, "show progress even when stderr is not a terminal")
+			c.jsonFlag()
+		},
+		run: runInit,
+	})
+}
+
+func runInit(c *cli, args []string) error {
+	if err := c.want(args, 1, 1); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(args[0]); err != nil {
+		return fmt.Errorf("directory %s: %w", args[0], errNotFound(err))
+	} else if !fi.IsDir() {
+		return fmt.Errorf("%w: %s is not a directory", errUsage, args[0])
+	}
+	st, err := c.open(true)
+	if err != nil {
+		return err
+	}
+	opts := layerfs.InitOptions{Message: initFlags.message}
+	if !initFlags.quiet && !c.json && (initFlags.progress || isTerminal(os.Stderr)) {
+		opts.Progress = progressBar
+	}
+	res, err := st.Init(args[0], opts)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(res)
+	}
+	if !initFlags.quiet {
+		fmt.Fprintf(c.out, "main %s (%s): %d files, %d dirs, %d symlinks, %s in %s\n",
+			res.Commit.Short(), res.Layer, res.Files, res.Dirs, res.Symlinks, humanBytes(res.Bytes), res.Duration.Round(time.Millisecond))
+		fmt.Fprintf(c.out, "objects: %d new, %d reused; %s stored\n", res.Objects.New, res.Objects.Reused, humanBytes(res.Objects.StoredBytes))
+	}
+	for _, p := range res.Skipped {
+		fmt.Fprintf(c.errOut, "layerfs init: warning: skipped %s (fifo, socket or device)\n", p)
+	}
+	return nil
+}
+
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+func progressBar(p layerfs.Progress) {
+	const width = 30
+	frac := 1.0
+	if p.TotalBytes > 0 {
+		frac = float64(p.Bytes) / float64(p.TotalBytes)
+	}
+	filled := int(frac * width)
+	bar := make([]byte, width)
+	for i := range bar {
+		bar[i] = ' '
+		if i < filled {
+			bar[i] = '='
+		}
+	}
+	rate := float64(p.Bytes) / p.Elapsed.Seconds()
+	eta := "--"
+	if rate > 0 && !p.Done {
+		eta = (time.Duration(float64(p.TotalBytes-p.Bytes)/rate) * time.Second).Round(time.Second).String()
+	}
+	fmt.Fprintf(os.Stderr, "\r[%s] %d/%d files  %s/%s  %s/s  ETA %s   ",
+		bar, p.Files, p.TotalFiles, humanBytes(p.Bytes), humanBytes(p.TotalBytes), humanBytes(int64(rate)), eta)
+	if p.Done {
+		fmt.Fprintln(os.Stderr)
+	}
+}

@@ -1,0 +1,75 @@
+// Command layerfs is the LayerFS command line: capture a project into a
+// Store, fork and inspect its history, export trees, and check the Store.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+)
+
+// command is one subcommand. Each lives in its own file.
+type command struct {
+	name    string
+	args    string // positional arguments, for usage lines
+	summary string
+	help    string // what it does, in a paragraph or two
+	flags   func(c *cli)
+	run     func(c *cli, args []string) error
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) { commands[c.name] = c }
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run runs one command line and returns its exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || isHelp(args[0]) {
+		usage(stdout)
+		return exitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "layerfs: unknown command %q; run layerfs --help\n", args[0])
+		return exitUsage
+	}
+	c := newCLI(cmd, stdout, stderr)
+	rest, err := c.parse(args[1:])
+	if err != nil {
+		return c.fail(err)
+	}
+	if c.help {
+		c.usage(stdout)
+		return exitOK
+	}
+	return c.fail(cmd.run(c, rest))
+}
+
+func isHelp(a string) bool { return a == "-h" || a == "--help" || a == "help" }
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `layerfs keeps a project's whole history in one SQLite file (the Store) and
+gives agents cheap forks, checkpoints and exports of it.
+
+Usage: layerfs COMMAND [flags] [args]
+
+Commands:
+`)
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprint(w, `
+The Store is --store FILE, or $LAYERFS_STORE. Run layerfs COMMAND --help for
+a command's flags.
+`)
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCLI runs one command line in-process.
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errs := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("layerfs %s: exit %d: %s", strings.Join(args, " "), code, errs)
+	}
+	return out
+}
+
+func testTree(t *testing.T) string {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "src/pkg"), 0o755)
+	os.WriteFile(filepath.Join(dir, "src/pkg/a.go"), []byte("package pkg\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "README"), []byte("hi\n"), 0o644)
+	os.Symlink("README", filepath.Join(dir, "link"))
+	return dir
+}
+
+func TestCLIEndToEnd(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.layerfs")
+	src := testTree(t)
+	out := mustRun(t, "init", "--store", store, src)
+	if !strings.Contains(out, "main ") || !strings.Contains(out, "2 files") {
+		t.Errorf("init output: %q", out)
+	}
+	t.Setenv("LAYERFS_STORE", store)
+	if got := mustRun(t, "cat", "main:src/pkg/a.go"); got != "package pkg\n" {
+		t.Errorf("cat: %q", got)
+	}
+	if got := mustRun(t, "ls", "main"); got != "README\nlink -> README\nsrc/\n" {
+		t.Errorf("ls: %q", got)
+	}
+	var entries []map[string]any
+	if err := json.Unmarshal([]byte(mustRun(t, "ls", "--json", "main:src/pkg")), &entries); err != nil || len(entries) != 1 || entries[0]["name"] != "a.go" {
+		t.Errorf("ls --json: %v %v", entries, err)
+	}
+	mustRun(t, "branch", "fork", "agent-1", "main")
+	if got := mustRun(t, "branch", "list"); !strings.Contains(got, "agent-1") || !strings.Contains(got, "main") {
+		t.Errorf("branch list: %q", got)
+	}
+	if got := mustRun(t, "log", "agent-1"); !strings.Contains(got, "init") {
+		t.Errorf("log: %q", got)
+	}
+	dst := filepath.Join(t.TempDir(), "out")
+	mustRun(t, "export", "L1", dst)
+	if data, _ := os.ReadFile(filepath.Join(dst, "README")); string(data) != "hi\n" {
+		t.Errorf("export: %q", data)
+	}
+	var st map[string]any
+	if err := json.Unmarshal([]byte(mustRun(t, "stats", "--json")), &st); err != nil || st["branches"].(float64) != 2 {
+		t.Errorf("stats --json: %v %v", st, err)
+	}
+	if got := mustRun(t, "fsck"); !strings.Contains(got, "sound") {
+		t.Errorf("fsck: %q", got)
+	}
+	mustRun(t, "branch", "delete", "agent-1")
+}
+
+func TestCLIErrors(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.layerfs")
+	mustRun(t, "init", "--store", store, testTree(t))
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"nope"}, exitUsage, "unknown command"},
+		{[]string{"cat", "--store", store, "nope:README"}, exitNotFound, `unknown ref "nope"`},
+		{[]string{"cat", "--store", store, "main:missing"}, exitNotFound, "missing"},
+		{[]string{"cat", "--store", store, "main:../etc/passwd"}, exitUsage, ".."},
+		{[]string{"cat", "--store", store, "main:src"}, exitUsage, "directory"},
+		{[]string{"init", "--store", store, "/nonexistent-dir"}, exitNotFound, "/nonexistent-dir"},
+		{[]string{"ls", "--store", filepath.Join(t.TempDir(), "none"), "main"}, exitNotFound, "layerfs init"},
+		{[]string{"ls", "--store", "/proc/x.layerfs", "main"}, exitUnsupported, "proc"},
+		{[]string{"branch", "--store", store, "fork", "main", "main"}, exitConflict, "exists"},
+		{[]string{"branch", "--store", store, "fork", "a b", "main"}, exitUsage, "branch name"},
+		{[]string{"log", "--store", store}, exitUsage, "usage"},
+		{[]string{"ls", "main"}, exitUsage, "LAYERFS_STORE"},
+	} {
+		t.Setenv("LAYERFS_STORE", "")
+		code, _, stderr := runCLI(t, c.args...)
+		if code != c.code || !strings.Contains(stderr, c.msg) {
+			t.Errorf("layerfs %s: exit %d %q; want exit %d mentioning %q", strings.Join(c.args, " "), code, stderr, c.code, c.msg)
+		}
+	}
+}
+
+func TestCLIHelp(t *testing.T) {
+	for name := range commands {
+		out := mustRun(t, name, "--help")
+		if !strings.Contains(out, "Usage: layerfs "+name) || !strings.Contains(out, "-store") {
+			t.Errorf("%s --help: %q", name, out)
+		}
+	}
+	if out := mustRun(t, "--help"); !strings.Contains(out, "export") {
+		t.Errorf("--help: %q", out)
+	}
+}

@@ -1,0 +1,87 @@
+package extents
+
+import (
+	"fmt"
+	"math"
+)
+
+// Overwrite writes data at off, as pwrite does: a write past the end first
+// extends the file with zero bytes. Writing no bytes changes nothing, even
+// past the end. It stores only the chunks and nodes the write changes.
+func Overwrite(s Store, f File, off int64, data []byte) (File, error) {
+	if off < 0 || off > math.MaxInt64-int64(len(data)) {
+		return File{}, fmt.Errorf("overwrite %d bytes at %d: %w", len(data), off, ErrInvalid)
+	}
+	if len(data) == 0 {
+		return f, nil
+	}
+	sp := splice{off: f.Size, zeros: off - f.Size, data: data}
+	if off <= f.Size {
+		sp = splice{off: off, del: min(int64(len(data)), f.Size-off), data: data}
+	}
+	g, err := edit(s, f, sp)
+	if err != nil {
+		return File{}, fmt.Errorf("overwrite %d bytes at %d: %w", len(data), off, err)
+	}
+	return g, nil
+}
+
+// Append writes data at the end of f.
+func Append(s Store, f File, data []byte) (File, error) {
+	return Overwrite(s, f, f.Size, data)
+}
+
+// Truncate cuts f to size bytes, or extends it with zero bytes to size.
+func Truncate(s Store, f File, size int64) (File, error) {
+	switch {
+	case size < 0:
+		return File{}, fmt.Errorf("truncate to %d: %w", size, ErrInvalid)
+	case size == f.Size:
+		return f, nil
+	}
+	sp := splice{off: f.Size, zeros: size - f.Size}
+	if size < f.Size {
+		sp = splice{off: size, del: f.Size - size}
+	}
+	g, err := edit(s, f, sp)
+	if err != nil {
+		return File{}, fmt.Errorf("truncate to %d: %w", size, err)
+	}
+	return g, nil
+}
+
+// edit applies sp to f: one chunk for a small result, otherwise the changed
+// chunks and the nodes above them.
+func edit(s Store, f File, sp splice) (File, error) {
+	if f.Size < 0 {
+		return File{}, fmt.Errorf("file size %d: %w", f.Size, ErrInvalid)
+	}
+	r := NewReader(s, f)
+	size := f.Size + sp.delta()
+	if size < SmallFileMax {
+		return editSmall(s, r, sp, size)
+	}
+	cs, err := rechunk(s, r, sp)
+	if err != nil {
+		return File{}, err
+	}
+	root, err := spliceLevels(s, r, cs)
+	if err != nil {
+		return File{}, err
+	}
+	return File{ID: root, Size: size}, nil
+}
+
+// editSmall stores the new content, under SmallFileMax bytes, as one chunk.
+func editSmall(s Store, r *Reader, sp splice, size int64) (File, error) {
+	data := make([]byte, size)
+	src := content{old: r, sp: sp}
+	if err := src.readAt(data, 0); err != nil {
+		return File{}, err
+	}
+	old := &oldChunks{cur: newCursor(r, 0)}
+	if err := old.pullRange(0, size); err != nil {
+		return File{}, err
+	}
+	return writeSmall(s, data, old.base(0, size))
+}

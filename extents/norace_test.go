@@ -1,0 +1,5 @@
+//go:build !race
+
+package extents
+
+const raceEnabled = false

@@ -1,0 +1,22 @@
+package extents
+
+import "github.com/layerfs/layerfs/object"
+
+// Store is where extents keeps its objects. store.Store implements it.
+type Store interface {
+	// PutChunk stores file bytes as a KindChunk object and returns its ID.
+	// base, when not object.Zero, names the chunk this one replaces, a hint
+	// the Store may use to keep data as a delta against it.
+	PutChunk(data []byte, base object.ID) (object.ID, error)
+	// PutNode stores an encoded extent node as a KindExtent object.
+	PutNode(data []byte) (object.ID, error)
+	// Get returns the canonical bytes of object id, which must be of kind k.
+	// The caller must not modify the returned slice.
+	Get(id object.ID, k object.Kind) ([]byte, error)
+}
+
+// Getter is the read half of Store, all that reading, walking and checking
+// a file need, so read-only handles can serve them.
+type Getter interface {
+	Get(id object.ID, k object.Kind) ([]byte, error)
+}

@@ -1,0 +1,30 @@
+// Package store keeps a project's whole history in one SQLite file.
+//
+// The Store is the only package that speaks SQL. Everything it holds is one
+// of two things:
+//
+//   - Objects: immutable values named by the BLAKE3-256 of their kind and
+//     canonical bytes (see package object). Chunks, extent nodes, trees,
+//     commits and layers are all objects. They are written in packs: a pack is
+//     the batch of objects one short write transaction inserts, and it is
+//     sealed when that transaction commits. SQLite triggers refuse any update
+//     or delete of an object or a sealed pack, so history can only grow.
+//   - Refs: the few mutable rows that point into the objects — branches,
+//     main's manifest of layers — moved in short BEGIN IMMEDIATE transactions.
+//
+// Each object is its own row, compressed on its own with zstd (or stored raw
+// when zstd does not help, or as a zstd delta against the previous version
+// of the same chunk when that is smaller), so reading one chunk reads and
+// decompresses about that chunk, never a pack. Every read is verified: the
+// bytes must hash to the ID that named them, or the read fails with
+// ErrCorrupt.
+//
+// Concurrency follows SQLite's WAL mode: readers never wait for writers, and
+// writers — in this process or any other that opened the same file — take
+// turns through short immediate transactions with a busy timeout. Bulk writes
+// (init, a large commit) go through a Batch that flushes a pack every few
+// megabytes, so no transaction holds the write lock for long.
+//
+// The schema carries a format version. A Store written by a newer format is
+// refused with ErrNewerFormat, never misread; an older one is migrated.
+package store

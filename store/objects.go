@@ -1,0 +1,123 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/layerfs/layerfs/object"
+)
+
+type readStmts struct {
+	get, has *sql.Stmt
+}
+
+func (s *Store) prepareStmts() error {
+	var err error
+	if s.stmts.get, err = s.r.Prepare(`SELECT kind, size, enc, base, data FROM objects WHERE id = ?`); err != nil {
+		return err
+	}
+	s.stmts.has, err = s.r.Prepare(`SELECT 1 FROM objects WHERE id = ?`)
+	return err
+}
+
+func (r *readStmts) close() {
+	for _, st := range []*sql.Stmt{r.get, r.has} {
+		if st != nil {
+			st.Close()
+		}
+	}
+}
+
+// storedObject is one row of the objects table, still encoded.
+type storedObject struct {
+	kind object.Kind
+	size int
+	enc  int
+	base []byte
+	data []byte
+}
+
+func (s *Store) row(id object.ID) (storedObject, error) {
+	var o storedObject
+	err := s.stmts.get.QueryRow(id[:]).Scan(&o.kind, &o.size, &o.enc, &o.base, &o.data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return o, fmt.Errorf("object %s: %w", id.Short(), ErrNotFound)
+	}
+	if err != nil {
+		return o, fmt.Errorf("read object %s: %w", id.Short(), err)
+	}
+	return o, nil
+}
+
+// Get returns the canonical bytes of object id, which must be of kind k.
+// The bytes are verified against id; a mismatch is ErrCorrupt.
+func (s *Store) Get(id object.ID, k object.Kind) ([]byte, error) {
+	data, kind, err := s.get(id, maxDeltaDepth+1)
+	if err != nil {
+		return nil, err
+	}
+	if kind != k {
+		return nil, fmt.Errorf("object %s is a %s, want a %s: %w", id.Short(), kind, k, ErrCorrupt)
+	}
+	return data, nil
+}
+
+// GetAny returns an object's canonical bytes and kind.
+func (s *Store) GetAny(id object.ID) ([]byte, object.Kind, error) {
+	return s.get(id, maxDeltaDepth+1)
+}
+
+func (s *Store) get(id object.ID, budget int) ([]byte, object.Kind, error) {
+	o, err := s.row(id)
+	if err != nil {
+		return nil, 0, err
+	}
+	var base []byte
+	if o.enc == encDelta {
+		if base, err = s.deltaBase(id, o, budget); err != nil {
+			return nil, 0, err
+		}
+	}
+	raw, err := s.codec.decode(o.enc, o.data, base, o.size)
+	if err != nil {
+		return nil, 0, fmt.Errorf("object %s: decode: %v: %w", id.Short(), err, ErrCorrupt)
+	}
+	if len(raw) != o.size || object.Sum(o.kind, raw) != id {
+		return nil, 0, fmt.Errorf("object %s: stored bytes do not hash to its id: %w", id.Short(), ErrCorrupt)
+	}
+	return raw, o.kind, nil
+}
+
+func (s *Store) deltaBase(id object.ID, o storedObject, budget int) ([]byte, error) {
+	if budget <= 1 {
+		return nil, fmt.Errorf("object %s: delta chain too deep: %w", id.Short(), ErrCorrupt)
+	}
+	baseID, err := object.FromBytes(o.base)
+	if err != nil {
+		return nil, fmt.Errorf("object %s: delta base: %w", id.Short(), ErrCorrupt)
+	}
+	base, _, err := s.get(baseID, budget-1)
+	if err != nil {
+		return nil, fmt.Errorf("object %s: delta base: %w", id.Short(), err)
+	}
+	return base, nil
+}
+
+// Has reports whether object id is stored.
+func (s *Store) Has(id object.ID) (bool, error) {
+	var one int
+	err := s.stmts.has.QueryRow(id[:]).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// objectDepth returns a stored object's delta depth, for choosing bases.
+func (s *Store) objectDepth(ctx context.Context, id object.ID) (int, bool) {
+	var depth int
+	err := s.r.QueryRowContext(ctx, `SELECT depth FROM objects WHERE id = ?`, id[:]).Scan(&depth)
+	return depth, err == nil
+}

@@ -1,0 +1,229 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"math/rand"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/layerfs/layerfs/object"
+)
+
+func randBytes(seed int64, n int) []byte {
+	b := make([]byte, n)
+	rand.New(rand.NewSource(seed)).Read(b)
+	return b
+}
+
+func putFlush(t *testing.T, s *Store, k object.Kind, data []byte) object.ID {
+	t.Helper()
+	b := s.NewBatch()
+	id, err := b.Put(k, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func TestPutGetDedupeAndCompression(t *testing.T) {
+	s := NewTestStore(t)
+	text := bytes.Repeat([]byte("the same line, again and again\n"), 1000)
+	noise := randBytes(1, 20000)
+	b := s.NewBatch()
+	idText, _ := b.Put(object.KindChunk, text)
+	idText2, _ := b.Put(object.KindChunk, text)
+	idNoise, _ := b.Put(object.KindChunk, noise)
+	if idText != idText2 || idText != object.Sum(object.KindChunk, text) {
+		t.Fatal("identical content must get one id, the hash of kind and bytes")
+	}
+	if got, err := b.Get(idNoise, object.KindChunk); err != nil || !bytes.Equal(got, noise) {
+		t.Fatal("pending object not readable through the batch")
+	}
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	st := b.Stats()
+	if st.New != 2 || st.Reused != 1 {
+		t.Errorf("stats: %+v, want 2 new 1 reused", st)
+	}
+	var enc, stored int
+	s.r.QueryRow(`SELECT enc, length(data) FROM objects WHERE id = ?`, idText[:]).Scan(&enc, &stored)
+	if enc != encZstd || stored > len(text)/10 {
+		t.Errorf("compressible chunk stored with enc %d in %d bytes", enc, stored)
+	}
+	s.r.QueryRow(`SELECT enc, length(data) FROM objects WHERE id = ?`, idNoise[:]).Scan(&enc, &stored)
+	if enc != encRaw || stored != len(noise) {
+		t.Errorf("incompressible chunk stored with enc %d in %d bytes, want raw", enc, stored)
+	}
+	for id, want := range map[object.ID][]byte{idText: text, idNoise: noise} {
+		got, err := s.Get(id, object.KindChunk)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("get %s: %v", id.Short(), err)
+		}
+	}
+	if _, err := s.Get(idText, object.KindTree); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("get with the wrong kind: %v, want ErrCorrupt", err)
+	}
+	if _, err := s.Get(object.Sum(object.KindChunk, []byte("nope")), object.KindChunk); !errors.Is(err, ErrNotFound) {
+		t.Errorf("get missing: %v, want ErrNotFound", err)
+	}
+}
+
+func TestDeltaAgainstPreviousVersion(t *testing.T) {
+	s := NewTestStore(t)
+	v1 := randBytes(2, 30000)
+	v2 := append([]byte(nil), v1...)
+	copy(v2[15000:], "a small edit in the middle")
+	id1 := putFlush(t, s, object.KindChunk, v1)
+	b := s.NewBatch()
+	id2, err := b.PutChunk(v2, id1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.Stats(); st.StoredBytes > 1000 {
+		t.Errorf("a 26-byte edit of a 30 KB chunk stored %d bytes, want a small delta", st.StoredBytes)
+	}
+	got, err := s.Get(id2, object.KindChunk)
+	if err != nil || !bytes.Equal(got, v2) {
+		t.Fatalf("read delta: %v", err)
+	}
+	// A chain stops at maxDeltaDepth: reads stay bounded.
+	prev, cur := id2, v2
+	for i := 0; i < 2*maxDeltaDepth; i++ {
+		next := append([]byte(nil), cur...)
+		next[i*100] ^= 0xff
+		b := s.NewBatch()
+		id, _ := b.PutChunk(next, prev)
+		if err := b.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		prev, cur = id, next
+	}
+	var maxDepth int
+	s.r.QueryRow(`SELECT max(depth) FROM objects`).Scan(&maxDepth)
+	if maxDepth > maxDeltaDepth {
+		t.Errorf("delta depth %d exceeds %d", maxDepth, maxDeltaDepth)
+	}
+	if got, err := s.Get(prev, object.KindChunk); err != nil || !bytes.Equal(got, cur) {
+		t.Fatalf("read end of chain: %v", err)
+	}
+}
+
+func TestObjectsAndSealedPacksAreAppendOnly(t *testing.T) {
+	s := NewTestStore(t)
+	id := putFlush(t, s, object.KindChunk, []byte("immutable"))
+	for _, q := range []string{
+		`UPDATE objects SET data = x'00' WHERE id = ?`,
+		`DELETE FROM objects WHERE id = ?`,
+		`UPDATE packs SET objects = 0 WHERE id = (SELECT pack FROM objects WHERE id = ?)`,
+		`DELETE FROM packs WHERE id = (SELECT pack FROM objects WHERE id = ?)`,
+		`INSERT INTO objects(id, kind, size, enc, pack, data) SELECT x'0102', 1, 1, 0, pack, x'00' FROM objects WHERE id = ?`,
+	} {
+		_, err := s.w.Exec(q, id[:])
+		if err == nil || !strings.Contains(err.Error(), "layerfs:") {
+			t.Errorf("%s: got %v, want a refusal by the append-only triggers", q, err)
+		}
+	}
+	if got, err := s.Get(id, object.KindChunk); err != nil || string(got) != "immutable" {
+		t.Fatalf("object changed: %q %v", got, err)
+	}
+}
+
+func TestCorruptObjectIsDetected(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.layerfs")
+	s, err := Open(path, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := putFlush(t, s, object.KindChunk, randBytes(3, 9000))
+	bad := putFlush(t, s, object.KindChunk, bytes.Repeat([]byte("compressible text "), 900))
+	s.Close()
+	CorruptObject(t, path, bad)
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Get(bad, object.KindChunk); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), bad.Short()) {
+		t.Errorf("read corrupt object: %v, want ErrCorrupt naming it", err)
+	}
+	if _, err := s.Get(good, object.KindChunk); err != nil {
+		t.Errorf("other objects must stay readable: %v", err)
+	}
+}
+
+func TestBatchWritesManyPacksAndConcurrentPuts(t *testing.T) {
+	s := NewTestStore(t)
+	b := s.NewBatch()
+	var wg sync.WaitGroup
+	ids := make([]object.ID, 64)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := g; i < len(ids); i += 4 {
+				id, err := b.Put(object.KindChunk, randBytes(int64(100+i), 512<<10))
+				if err != nil {
+					t.Error(err)
+				}
+				ids[i] = id
+			}
+		}(g)
+	}
+	wg.Wait()
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.Stats(); st.Packs < 3 || st.New != len(ids) {
+		t.Errorf("32 MiB in one batch: %+v, want several packs and %d objects", st, len(ids))
+	}
+	for i, id := range ids {
+		got, err := s.Get(id, object.KindChunk)
+		if err != nil || !bytes.Equal(got, randBytes(int64(100+i), 512<<10)) {
+			t.Fatalf("object %d: %v", i, err)
+		}
+	}
+}
+
+func TestTwoStoreHandlesWriteInTurns(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.layerfs")
+	a, err := Open(path, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var wg sync.WaitGroup
+	for i, s := range []*Store{a, b} {
+		wg.Add(1)
+		go func(i int, s *Store) {
+			defer wg.Done()
+			for j := 0; j < 50; j++ {
+				bt := s.NewBatch()
+				bt.Put(object.KindChunk, randBytes(int64(i*1000+j), 4096))
+				if err := bt.Flush(); err != nil {
+					t.Error(err)
+				}
+			}
+		}(i, s)
+	}
+	wg.Wait()
+	var n int
+	a.r.QueryRow(`SELECT count(*) FROM objects`).Scan(&n)
+	if n != 100 {
+		t.Errorf("%d objects, want 100", n)
+	}
+}

@@ -1,0 +1,253 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the pure-Go SQLite driver
+)
+
+// Durability says what a commit promises when the machine loses power.
+type Durability int
+
+const (
+	// Normal (synchronous=NORMAL in WAL mode): a power loss may lose the
+	// newest commits but never corrupts the Store. The default.
+	Normal Durability = iota
+	// Fast (synchronous=OFF): nothing is fsynced; a host crash or power loss
+	// may lose recent commits and, rarely, corrupt the file. Process crashes
+	// lose nothing. For scratch Stores and benchmarks.
+	Fast
+	// Full (synchronous=FULL): every commit is fsynced before it returns.
+	Full
+)
+
+var durabilityNames = []string{Normal: "normal", Fast: "fast", Full: "full"}
+
+func (d Durability) String() string {
+	if int(d) < len(durabilityNames) {
+		return durabilityNames[d]
+	}
+	return fmt.Sprintf("durability(%d)", int(d))
+}
+
+func (d Durability) pragma() string {
+	return map[Durability]string{Normal: "NORMAL", Fast: "OFF", Full: "FULL"}[d]
+}
+
+// ParseDurability reads "fast", "normal" or "full".
+func ParseDurability(s string) (Durability, error) {
+	for d, name := range durabilityNames {
+		if s == name {
+			return Durability(d), nil
+		}
+	}
+	return Normal, fmt.Errorf("durability %q: want fast, normal or full", s)
+}
+
+// Options control Open. The zero value opens an existing Store in Normal
+// durability.
+type Options struct {
+	Durability Durability
+	// Create makes a new Store when none exists at the path.
+	Create bool
+	// ReadOnly opens without the right to write.
+	ReadOnly bool
+	// BusyTimeout bounds how long a writer waits for another writer's turn.
+	// Zero means 30 s.
+	BusyTimeout time.Duration
+}
+
+// Store is an open Store file. It is safe for concurrent use.
+type Store struct {
+	path  string
+	opts  Options
+	w     *sql.DB // the one writer connection: BEGIN IMMEDIATE transactions
+	r     *sql.DB // readers: never wait for the writer (WAL)
+	codec *codec
+	meta  map[string]string
+	stmts readStmts
+}
+
+// Open opens the Store at path, creating it when opts.Create is set.
+func Open(path string, opts Options) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s, err := open(abs, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func open(path string, opts Options) (*Store, error) {
+	if opts.BusyTimeout == 0 {
+		opts.BusyTimeout = 30 * time.Second
+	}
+	if err := checkPath(path, opts); err != nil {
+		return nil, err
+	}
+	s := &Store{path: path, opts: opts}
+	var err error
+	if s.codec, err = newCodec(); err != nil {
+		return nil, err
+	}
+	if err := s.openDBs(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.prepare(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func checkPath(path string, opts Options) error {
+	if err := CheckFilesystem(path); err != nil {
+		return err
+	}
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !opts.Create:
+		return fmt.Errorf("%w: no Store at this path (create one with layerfs init)", ErrNotFound)
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	case st.IsDir():
+		return fmt.Errorf("%w: it is a directory", ErrNotStore)
+	}
+	return nil
+}
+
+func (s *Store) dsn(writer bool) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", s.opts.BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous("+s.opts.Durability.pragma()+")")
+	q.Add("_pragma", "cache_size(-32768)")
+	if writer {
+		q.Set("_txlock", "immediate")
+	} else {
+		q.Add("_pragma", "query_only(1)")
+	}
+	return "file:" + s.path + "?" + q.Encode()
+}
+
+func (s *Store) openDBs() error {
+	var err error
+	if !s.opts.ReadOnly {
+		if s.w, err = sql.Open("sqlite", s.dsn(true)); err != nil {
+			return err
+		}
+		s.w.SetMaxOpenConns(1)
+		s.w.SetConnMaxIdleTime(0)
+		if err := s.w.Ping(); err != nil {
+			return describeOpenError(err)
+		}
+	}
+	if s.r, err = sql.Open("sqlite", s.dsn(false)); err != nil {
+		return err
+	}
+	n := 2*runtime.GOMAXPROCS(0) + 2
+	s.r.SetMaxOpenConns(n)
+	s.r.SetMaxIdleConns(n)
+	if err := s.r.Ping(); err != nil {
+		return describeOpenError(err)
+	}
+	return nil
+}
+
+// describeOpenError turns SQLite's terse words about a file that is not a
+// database into ErrNotStore.
+func describeOpenError(err error) error {
+	if strings.Contains(err.Error(), "file is not a database") {
+		return fmt.Errorf("%w: %v", ErrNotStore, err)
+	}
+	return err
+}
+
+func (s *Store) prepare() error {
+	ctx := context.Background()
+	if s.w != nil {
+		meta := map[string]string{"created": time.Now().UTC().Format(time.RFC3339)}
+		for k, v := range formatMeta() {
+			meta[k] = v
+		}
+		if err := prepareSchema(ctx, s.w, meta); err != nil {
+			return describeOpenError(err)
+		}
+	}
+	if err := s.loadMeta(ctx); err != nil {
+		return describeOpenError(err)
+	}
+	if err := checkFormatMeta(s.meta); err != nil {
+		return err
+	}
+	return s.prepareStmts()
+}
+
+func (s *Store) loadMeta(ctx context.Context) error {
+	var version int
+	if err := s.r.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version); err != nil {
+		return err
+	}
+	if version > FormatVersion {
+		return fmt.Errorf("%w: the Store has format %d, this layerfs reads up to %d", ErrNewerFormat, version, FormatVersion)
+	}
+	if version == 0 {
+		return fmt.Errorf("%w: no layerfs format version", ErrNotStore)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT key, value FROM meta`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	s.meta = map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return err
+		}
+		s.meta[k] = v
+	}
+	return rows.Err()
+}
+
+// Path is the Store file's absolute path.
+func (s *Store) Path() string { return s.path }
+
+// Meta returns a value recorded in the Store's meta table.
+func (s *Store) Meta(key string) string { return s.meta[key] }
+
+// Close closes the Store. Pending batches must be flushed first.
+func (s *Store) Close() error {
+	var errs []error
+	s.stmts.close()
+	if s.r != nil {
+		errs = append(errs, s.r.Close())
+	}
+	if s.w != nil {
+		errs = append(errs, s.w.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Store) writable() error {
+	if s.w == nil {
+		return ErrReadOnly
+	}
+	return nil
+}

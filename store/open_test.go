@@ -1,0 +1,111 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/layerfs/layerfs/object"
+)
+
+func TestOpenMissingStoreWithoutCreate(t *testing.T) {
+	_, err := Open(filepath.Join(t.TempDir(), "none.layerfs"), Options{})
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("open missing store: got %v, want ErrNotFound", err)
+	}
+	if !strings.Contains(err.Error(), "layerfs init") {
+		t.Errorf("error should say how to create a Store: %v", err)
+	}
+}
+
+func TestOpenUnsupportedFilesystem(t *testing.T) {
+	for _, dir := range []string{"/proc", "/sys"} {
+		_, err := Open(filepath.Join(dir, "x.layerfs"), Options{Create: true})
+		if !errors.Is(err, ErrUnsupported) {
+			t.Fatalf("open under %s: got %v, want ErrUnsupported", dir, err)
+		}
+		if name := filepath.Base(dir); !strings.Contains(err.Error(), map[string]string{"proc": "proc", "sys": "sysfs"}[name]) {
+			t.Errorf("error should name the filesystem found: %v", err)
+		}
+	}
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.layerfs")
+	s, err := Open(path, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := s.NewBatch()
+	id, _ := b.Put(object.KindChunk, []byte("hello"))
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = Open(path, Options{Durability: Full})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.Get(id, object.KindChunk)
+	if err != nil || string(got) != "hello" {
+		t.Fatalf("after reopen: %q %v", got, err)
+	}
+}
+
+func TestOpenRefusesNewerFormat(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.layerfs")
+	s, err := Open(path, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.w.Exec(`PRAGMA user_version = 99`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	_, err = Open(path, Options{})
+	if !errors.Is(err, ErrNewerFormat) || !strings.Contains(err.Error(), "99") {
+		t.Fatalf("open newer format: got %v, want ErrNewerFormat naming format 99", err)
+	}
+}
+
+func TestOpenRefusesNonStores(t *testing.T) {
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage")
+	if err := os.WriteFile(garbage, []byte(strings.Repeat("not sqlite at all ", 300)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(garbage, Options{}); !errors.Is(err, ErrNotStore) {
+		t.Errorf("open garbage file: got %v, want ErrNotStore", err)
+	}
+	other := filepath.Join(dir, "other.db")
+	db, err := sql.Open("sqlite", other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TABLE t(x)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := Open(other, Options{}); !errors.Is(err, ErrNotStore) {
+		t.Errorf("open foreign sqlite db: got %v, want ErrNotStore", err)
+	}
+	if _, err := Open(dir, Options{}); !errors.Is(err, ErrNotStore) {
+		t.Errorf("open a directory: got %v, want ErrNotStore", err)
+	}
+}
+
+func TestParseDurability(t *testing.T) {
+	for _, d := range []Durability{Fast, Normal, Full} {
+		got, err := ParseDurability(d.String())
+		if err != nil || got != d {
+			t.Errorf("ParseDurability(%q) = %v, %v", d, got, err)
+		}
+	}
+	if _, err := ParseDurability("sometimes"); err == nil {
+		t.Error("ParseDurability accepted a bad name")
+	}
+}

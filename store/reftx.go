@@ -1,0 +1,168 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/layerfs/layerfs/object"
+)
+
+// MainBranch is the branch whose commits are published as Layers.
+const MainBranch = "main"
+
+// RefTx is one short write transaction over the refs: read heads, move
+// branches, append Layers, and store the few small objects (a commit, a
+// layer) that must land with them. It holds SQLite's write lock, so keep the
+// work inside it small: write bulk objects in a Batch first.
+type RefTx struct {
+	s    *Store
+	ctx  context.Context
+	tx   *sql.Tx
+	objs []*pendingObject
+	now  int64
+}
+
+// Update runs fn in one BEGIN IMMEDIATE transaction and commits it when fn
+// returns nil. Another writer (in any process) waits its turn.
+func (s *Store) Update(fn func(tx *RefTx) error) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	rt := &RefTx{s: s, ctx: ctx, tx: tx, now: time.Now().UnixNano()}
+	if err := fn(rt); err != nil {
+		return err
+	}
+	if err := rt.flushObjects(); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// Put stores a small object within the transaction.
+func (t *RefTx) Put(k object.Kind, raw []byte) object.ID {
+	o := &pendingObject{id: object.Sum(k, raw), kind: k, raw: raw}
+	o.enc, o.data = t.s.codec.compress(raw)
+	t.objs = append(t.objs, o)
+	return o.id
+}
+
+func (t *RefTx) flushObjects() error {
+	if len(t.objs) == 0 {
+		return nil
+	}
+	res, err := t.tx.ExecContext(t.ctx, `INSERT INTO packs(created) VALUES(?)`, t.now)
+	if err != nil {
+		return fmt.Errorf("write pack: %w", err)
+	}
+	pack, _ := res.LastInsertId()
+	var n int
+	var raw, stored int64
+	for _, o := range t.objs {
+		res, err := t.tx.ExecContext(t.ctx, `INSERT INTO objects(id, kind, size, enc, pack, data) VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
+			o.id[:], o.kind, len(o.raw), o.enc, pack, nonNil(o.data))
+		if err != nil {
+			return fmt.Errorf("write object %s: %w", o.id.Short(), err)
+		}
+		if k, _ := res.RowsAffected(); k == 1 {
+			n, raw, stored = n+1, raw+int64(len(o.raw)), stored+int64(len(o.data))
+		}
+	}
+	_, err = t.tx.ExecContext(t.ctx, `UPDATE packs SET sealed = 1, objects = ?, raw_bytes = ?, stored_bytes = ? WHERE id = ?`,
+		n, raw, stored, pack)
+	return err
+}
+
+// Head returns a branch's head commit.
+func (t *RefTx) Head(branch string) (object.ID, error) {
+	var head []byte
+	err := t.tx.QueryRowContext(t.ctx, `SELECT head FROM branches WHERE name = ?`, branch).Scan(&head)
+	if errors.Is(err, sql.ErrNoRows) {
+		return object.Zero, fmt.Errorf("branch %q: %w", branch, ErrNotFound)
+	}
+	if err != nil {
+		return object.Zero, err
+	}
+	return object.FromBytes(head)
+}
+
+// CreateBranch adds a branch pointing at head; start records the ref it was
+// made from.
+func (t *RefTx) CreateBranch(name string, head object.ID, start string) error {
+	if err := CheckBranchName(name); err != nil {
+		return err
+	}
+	res, err := t.tx.ExecContext(t.ctx, `INSERT INTO branches(name, head, start, created, updated) VALUES(?, ?, ?, ?, ?) ON CONFLICT(name) DO NOTHING`,
+		name, head[:], start, t.now, t.now)
+	if err != nil {
+		return fmt.Errorf("create branch %q: %w", name, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("branch %q: %w", name, ErrExists)
+	}
+	if name == MainBranch {
+		return t.appendLayer(head, object.Zero)
+	}
+	return nil
+}
+
+// SetHead moves a branch from old to head. It fails with ErrStale when the
+// branch no longer points at old. Moving main appends a Layer.
+func (t *RefTx) SetHead(branch string, old, head object.ID) error {
+	res, err := t.tx.ExecContext(t.ctx, `UPDATE branches SET head = ?, updated = ? WHERE name = ? AND head = ?`,
+		head[:], t.now, branch, old[:])
+	if err != nil {
+		return fmt.Errorf("move branch %q: %w", branch, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		if _, err := t.Head(branch); err != nil {
+			return err
+		}
+		return fmt.Errorf("move branch %q from %s: %w", branch, old.Short(), ErrStale)
+	}
+	if branch == MainBranch && head != old {
+		return t.appendLayer(head, old)
+	}
+	return nil
+}
+
+func (t *RefTx) appendLayer(commit, base object.ID) error {
+	var seq int64
+	if err := t.tx.QueryRowContext(t.ctx, `SELECT coalesce(max(seq), 0) + 1 FROM manifest`).Scan(&seq); err != nil {
+		return err
+	}
+	l := &Layer{Seq: seq, Commit: commit, Base: base}
+	id := t.Put(object.KindLayer, l.Encode())
+	_, err := t.tx.ExecContext(t.ctx, `INSERT INTO manifest(seq, layer, commit_id, created) VALUES(?, ?, ?, ?)`,
+		seq, id[:], commit[:], t.now)
+	if err != nil {
+		return fmt.Errorf("append layer %s: %w", l.Name(), err)
+	}
+	return nil
+}
+
+// DeleteBranch removes a branch record. Its commits stay.
+func (t *RefTx) DeleteBranch(name string) error {
+	if name == MainBranch {
+		return fmt.Errorf("branch %q cannot be deleted: %w", name, ErrBadName)
+	}
+	res, err := t.tx.ExecContext(t.ctx, `DELETE FROM branches WHERE name = ?`, name)
+	if err != nil {
+		return fmt.Errorf("delete branch %q: %w", name, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("branch %q: %w", name, ErrNotFound)
+	}
+	return nil
+}

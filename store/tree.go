@@ -1,0 +1,203 @@
+package store
+
+import (
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+
+	"github.com/layerfs/layerfs/object"
+)
+
+// EntryType is what a tree entry names. Part of the on-disk format.
+type EntryType uint8
+
+const (
+	TypeFile    EntryType = 1
+	TypeDir     EntryType = 2
+	TypeSymlink EntryType = 3
+)
+
+func (t EntryType) String() string {
+	switch t {
+	case TypeFile:
+		return "file"
+	case TypeDir:
+		return "dir"
+	case TypeSymlink:
+		return "symlink"
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// Entry is one name in a directory.
+type Entry struct {
+	Name   string
+	Type   EntryType
+	Mode   uint32 // permission bits with setuid, setgid and sticky (07777)
+	UID    uint32
+	GID    uint32
+	Size   int64     // file: bytes; symlink: target length; dir: 0
+	MTime  int64     // modification time, ns since the Unix epoch
+	ID     object.ID // file: content (chunk or extent root); dir: tree; symlink: zero
+	Target string    // symlink target, stored as written, never followed
+}
+
+// FileMode returns the entry's mode as an io/fs.FileMode.
+func (e *Entry) FileMode() fs.FileMode {
+	m := fs.FileMode(e.Mode & 0777)
+	if e.Mode&04000 != 0 {
+		m |= fs.ModeSetuid
+	}
+	if e.Mode&02000 != 0 {
+		m |= fs.ModeSetgid
+	}
+	if e.Mode&01000 != 0 {
+		m |= fs.ModeSticky
+	}
+	switch e.Type {
+	case TypeDir:
+		m |= fs.ModeDir
+	case TypeSymlink:
+		m |= fs.ModeSymlink
+	}
+	return m
+}
+
+// Tree is a directory: entries sorted by name, bytewise.
+type Tree struct {
+	Entries []Entry
+}
+
+// Lookup finds an entry by name in O(log n).
+func (t *Tree) Lookup(name string) (*Entry, bool) {
+	i := sort.Search(len(t.Entries), func(i int) bool { return t.Entries[i].Name >= name })
+	if i < len(t.Entries) && t.Entries[i].Name == name {
+		return &t.Entries[i], true
+	}
+	return nil, false
+}
+
+// Sort orders entries by name; Encode requires it.
+func (t *Tree) Sort() {
+	sort.Slice(t.Entries, func(i, j int) bool { return t.Entries[i].Name < t.Entries[j].Name })
+}
+
+// CheckName reports whether name may be a directory entry.
+func CheckName(name string) error {
+	switch {
+	case name == "" || name == "." || name == "..":
+		return fmt.Errorf("name %q: %w", name, ErrBadName)
+	case len(name) > 255:
+		return fmt.Errorf("name %.20q...: longer than 255 bytes: %w", name, ErrBadName)
+	case strings.ContainsAny(name, "/\x00"):
+		return fmt.Errorf("name %q: contains / or NUL: %w", name, ErrBadName)
+	}
+	return nil
+}
+
+// Encode returns the tree's canonical bytes.
+func (t *Tree) Encode() ([]byte, error) {
+	e := object.Encoder{B: make([]byte, 0, 64*len(t.Entries)+8)}
+	e.Uvarint(uint64(len(t.Entries)))
+	for i := range t.Entries {
+		en := &t.Entries[i]
+		if err := en.check(); err != nil {
+			return nil, err
+		}
+		if i > 0 && t.Entries[i-1].Name >= en.Name {
+			return nil, fmt.Errorf("tree entries not sorted or not unique at %q", en.Name)
+		}
+		en.encode(&e)
+	}
+	return e.B, nil
+}
+
+func (en *Entry) check() error {
+	if err := CheckName(en.Name); err != nil {
+		return err
+	}
+	if en.Type < TypeFile || en.Type > TypeSymlink {
+		return fmt.Errorf("entry %q: bad type %d", en.Name, en.Type)
+	}
+	if en.Mode&^07777 != 0 || en.Size < 0 {
+		return fmt.Errorf("entry %q: bad mode %o or size %d", en.Name, en.Mode, en.Size)
+	}
+	return nil
+}
+
+func (en *Entry) encode(e *object.Encoder) {
+	e.String(en.Name)
+	e.Byte(byte(en.Type))
+	e.Uvarint(uint64(en.Mode))
+	e.Uvarint(uint64(en.UID))
+	e.Uvarint(uint64(en.GID))
+	e.Uvarint(uint64(en.Size))
+	e.Varint(en.MTime)
+	if en.Type == TypeSymlink {
+		e.String(en.Target)
+	} else {
+		e.ID(en.ID)
+	}
+}
+
+// DecodeTree parses a tree's canonical bytes, strictly.
+func DecodeTree(b []byte) (*Tree, error) {
+	d := object.Decoder{B: b}
+	n := d.Uvarint()
+	if n > uint64(len(b)) {
+		return nil, fmt.Errorf("tree: %d entries in %d bytes: %w", n, len(b), ErrCorrupt)
+	}
+	t := &Tree{Entries: make([]Entry, n)}
+	for i := range t.Entries {
+		en := &t.Entries[i]
+		decodeEntry(&d, en)
+		if d.Err() != nil {
+			break
+		}
+		if en.check() != nil || (i > 0 && t.Entries[i-1].Name >= en.Name) {
+			return nil, fmt.Errorf("tree: entry %d: %w", i, ErrCorrupt)
+		}
+	}
+	if err := d.Done(); err != nil {
+		return nil, fmt.Errorf("tree: %w", err)
+	}
+	return t, nil
+}
+
+func decodeEntry(d *object.Decoder, en *Entry) {
+	en.Name = d.String()
+	en.Type = EntryType(d.Byte())
+	en.Mode = uint32(d.Uvarint())
+	en.UID = uint32(d.Uvarint())
+	en.GID = uint32(d.Uvarint())
+	en.Size = int64(d.Uvarint())
+	en.MTime = d.Varint()
+	if en.Type == TypeSymlink {
+		en.Target = d.String()
+	} else {
+		en.ID = d.ID()
+	}
+}
+
+// PutTree stores a tree and returns its ID.
+func (b *Batch) PutTree(t *Tree) (object.ID, error) {
+	data, err := t.Encode()
+	if err != nil {
+		return object.Zero, err
+	}
+	return b.Put(object.KindTree, data)
+}
+
+// Tree reads and decodes a tree.
+func (s *Store) Tree(id object.ID) (*Tree, error) {
+	data, err := s.Get(id, object.KindTree)
+	if err != nil {
+		return nil, err
+	}
+	t, err := DecodeTree(data)
+	if err != nil {
+		return nil, fmt.Errorf("tree %s: %w", id.Short(), err)
+	}
+	return t, nil
+}
