@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"runtime"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -24,8 +25,9 @@ const deltaDictID = 1
 // codec compresses objects. Its encoder and decoder are safe for concurrent
 // use; delta frames need a dictionary each, so they get their own.
 type codec struct {
-	enc *zstd.Encoder
-	dec *zstd.Decoder
+	enc    *zstd.Encoder
+	dec    *zstd.Decoder
+	deltas sync.Pool // *zstd.Encoder, re-armed with a new dictionary per use
 }
 
 func newCodec() (*codec, error) {
@@ -60,18 +62,26 @@ func (c *codec) compress(raw []byte) (int, []byte) {
 	return encZstd, z
 }
 
-// delta compresses raw with base as a raw dictionary.
+// delta compresses raw with base as a raw dictionary. Encoders are pooled:
+// building one costs more than a small delta saves.
 func (c *codec) delta(raw, base []byte) ([]byte, error) {
-	enc, err := zstd.NewWriter(nil,
-		zstd.WithEncoderLevel(zstd.SpeedDefault),
-		zstd.WithEncoderConcurrency(1),
-		zstd.WithEncoderCRC(false),
-		zstd.WithZeroFrames(true),
-		zstd.WithEncoderDictRaw(deltaDictID, base))
+	dict := zstd.WithEncoderDictRaw(deltaDictID, base)
+	enc, _ := c.deltas.Get().(*zstd.Encoder)
+	var err error
+	if enc == nil {
+		enc, err = zstd.NewWriter(nil,
+			zstd.WithEncoderLevel(zstd.SpeedDefault),
+			zstd.WithEncoderConcurrency(1),
+			zstd.WithEncoderCRC(false),
+			zstd.WithZeroFrames(true),
+			dict)
+	} else {
+		err = enc.ResetWithOptions(nil, dict)
+	}
 	if err != nil {
 		return nil, err
 	}
-	defer enc.Close()
+	defer c.deltas.Put(enc)
 	return enc.EncodeAll(raw, nil), nil
 }
 

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -30,25 +31,35 @@ func (r *readStmts) close() {
 	}
 }
 
-// storedObject is one row of the objects table, still encoded.
+// storedObject is one row of the objects table, still encoded. data and
+// base alias SQLite's buffer: they are valid only inside withRow's callback.
 type storedObject struct {
 	kind object.Kind
 	size int
 	enc  int
-	base []byte
-	data []byte
+	base sql.RawBytes
+	data sql.RawBytes
 }
 
-func (s *Store) row(id object.ID) (storedObject, error) {
-	var o storedObject
-	err := s.stmts.get.QueryRow(id[:]).Scan(&o.kind, &o.size, &o.enc, &o.base, &o.data)
-	if errors.Is(err, sql.ErrNoRows) {
-		return o, fmt.Errorf("object %s: %w", id.Short(), ErrNotFound)
-	}
+// withRow reads object id's row and calls fn with it, without copying the
+// stored bytes out of SQLite first.
+func (s *Store) withRow(id object.ID, fn func(o *storedObject) error) error {
+	rows, err := s.stmts.get.Query(id[:])
 	if err != nil {
-		return o, fmt.Errorf("read object %s: %w", id.Short(), err)
+		return fmt.Errorf("read object %s: %w", id.Short(), err)
 	}
-	return o, nil
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read object %s: %w", id.Short(), err)
+		}
+		return fmt.Errorf("object %s: %w", id.Short(), ErrNotFound)
+	}
+	var o storedObject
+	if err := rows.Scan(&o.kind, &o.size, &o.enc, &o.base, &o.data); err != nil {
+		return fmt.Errorf("read object %s: %w", id.Short(), err)
+	}
+	return fn(&o)
 }
 
 // Get returns the canonical bytes of object id, which must be of kind k.
@@ -70,27 +81,39 @@ func (s *Store) GetAny(id object.ID) ([]byte, object.Kind, error) {
 }
 
 func (s *Store) get(id object.ID, budget int) ([]byte, object.Kind, error) {
-	o, err := s.row(id)
+	var raw []byte
+	var kind object.Kind
+	var delta *storedObject // copied out: its base is read after the row is released
+	err := s.withRow(id, func(o *storedObject) error {
+		kind = o.kind
+		switch o.enc {
+		case encRaw:
+			raw = bytes.Clone(o.data)
+		case encDelta:
+			delta = &storedObject{kind: o.kind, size: o.size, enc: o.enc, base: bytes.Clone(o.base), data: bytes.Clone(o.data)}
+		default:
+			var err error
+			if raw, err = s.codec.decode(o.enc, o.data, nil, o.size); err != nil {
+				return fmt.Errorf("object %s: decode: %v: %w", id.Short(), err, ErrCorrupt)
+			}
+		}
+		return nil
+	})
+	if err == nil && delta != nil {
+		raw, err = s.undelta(id, delta, budget)
+	}
 	if err != nil {
 		return nil, 0, err
 	}
-	var base []byte
-	if o.enc == encDelta {
-		if base, err = s.deltaBase(id, o, budget); err != nil {
-			return nil, 0, err
-		}
-	}
-	raw, err := s.codec.decode(o.enc, o.data, base, o.size)
-	if err != nil {
-		return nil, 0, fmt.Errorf("object %s: decode: %v: %w", id.Short(), err, ErrCorrupt)
-	}
-	if len(raw) != o.size || object.Sum(o.kind, raw) != id {
+	if object.Sum(kind, raw) != id {
 		return nil, 0, fmt.Errorf("object %s: stored bytes do not hash to its id: %w", id.Short(), ErrCorrupt)
 	}
-	return raw, o.kind, nil
+	return raw, kind, nil
 }
 
-func (s *Store) deltaBase(id object.ID, o storedObject, budget int) ([]byte, error) {
+// undelta rebuilds a delta-encoded object from its base, which is read (and
+// verified) in turn; budget bounds the chain.
+func (s *Store) undelta(id object.ID, o *storedObject, budget int) ([]byte, error) {
 	if budget <= 1 {
 		return nil, fmt.Errorf("object %s: delta chain too deep: %w", id.Short(), ErrCorrupt)
 	}
@@ -102,7 +125,11 @@ func (s *Store) deltaBase(id object.ID, o storedObject, budget int) ([]byte, err
 	if err != nil {
 		return nil, fmt.Errorf("object %s: delta base: %w", id.Short(), err)
 	}
-	return base, nil
+	raw, err := s.codec.decode(o.enc, o.data, base, o.size)
+	if err != nil {
+		return nil, fmt.Errorf("object %s: decode delta: %v: %w", id.Short(), err, ErrCorrupt)
+	}
+	return raw, nil
 }
 
 // Has reports whether object id is stored.

@@ -138,6 +138,7 @@ func (s *Store) dsn(writer bool) string {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+s.opts.Durability.pragma()+")")
 	q.Add("_pragma", "cache_size(-32768)")
+	q.Add("_pragma", "mmap_size(1099511627776)")
 	if writer {
 		q.Set("_txlock", "immediate")
 	} else {
