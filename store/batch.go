@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sync"
 	"time"
@@ -40,13 +41,14 @@ type BatchStats struct {
 }
 
 type pendingObject struct {
-	id    object.ID
-	kind  object.Kind
-	raw   []byte
-	enc   int
-	data  []byte
-	base  object.ID
-	depth int
+	id      object.ID
+	kind    object.Kind
+	raw     []byte
+	enc     int
+	data    []byte
+	base    object.ID
+	depth   int
+	written bool // set by a RefTx that inserted it
 }
 
 // NewBatch starts a Batch. Call Flush to write it; a Batch that is not
@@ -83,12 +85,14 @@ func (b *Batch) put(k object.Kind, raw []byte, base object.ID) (object.ID, error
 	if known, err := b.known(id); known || err != nil {
 		return id, err
 	}
-	o := &pendingObject{id: id, kind: k, raw: append([]byte(nil), raw...)}
-	o.enc, o.data = b.s.codec.compress(o.raw)
-	if !base.IsZero() {
-		b.tryDelta(o, base)
-	}
-	return id, b.enqueue(o)
+	return id, b.enqueue(b.s.encode(id, k, raw, base, b.lookupPending))
+}
+
+func (b *Batch) lookupPending(id object.ID) (*pendingObject, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o, ok := b.pending[id]
+	return o, ok
 }
 
 // known reports whether id is pending or stored, counting it as reused.
@@ -114,31 +118,34 @@ func (b *Batch) known(id object.ID) (bool, error) {
 	return ok, nil
 }
 
-// tryDelta keeps o as a delta against base when that is smaller.
-func (b *Batch) tryDelta(o *pendingObject, base object.ID) {
-	baseRaw, depth, ok := b.deltaBase(base)
+// encode compresses a new object, as a delta against base when base is set,
+// is a chunk, and the delta is smaller. pending finds objects not yet
+// written.
+func (s *Store) encode(id object.ID, k object.Kind, raw []byte, base object.ID, pending func(object.ID) (*pendingObject, bool)) *pendingObject {
+	o := &pendingObject{id: id, kind: k, raw: append([]byte(nil), raw...)}
+	o.enc, o.data = s.codec.compress(o.raw)
+	if base.IsZero() || k != object.KindChunk {
+		return o
+	}
+	baseRaw, depth, ok := s.deltaBase(base, pending)
 	if !ok || depth >= maxDeltaDepth {
-		return
+		return o
 	}
-	d, err := b.s.codec.delta(o.raw, baseRaw)
-	if err != nil || len(d) >= len(o.data) {
-		return
+	if d, err := s.codec.delta(o.raw, baseRaw); err == nil && len(d) < len(o.data) {
+		o.enc, o.data, o.base, o.depth = encDelta, d, base, depth+1
 	}
-	o.enc, o.data, o.base, o.depth = encDelta, d, base, depth+1
+	return o
 }
 
-func (b *Batch) deltaBase(base object.ID) ([]byte, int, bool) {
-	b.mu.Lock()
-	p, ok := b.pending[base]
-	b.mu.Unlock()
-	if ok {
+func (s *Store) deltaBase(base object.ID, pending func(object.ID) (*pendingObject, bool)) ([]byte, int, bool) {
+	if p, ok := pending(base); ok {
 		return p.raw, p.depth, p.kind == object.KindChunk
 	}
-	depth, ok := b.s.objectDepth(context.Background(), base)
+	depth, ok := s.objectDepth(context.Background(), base)
 	if !ok {
 		return nil, 0, false
 	}
-	raw, err := b.s.Get(base, object.KindChunk)
+	raw, err := s.Get(base, object.KindChunk)
 	return raw, depth, err == nil
 }
 
@@ -172,7 +179,7 @@ func (b *Batch) Get(id object.ID, k object.Kind) ([]byte, error) {
 		return b.s.Get(id, k)
 	}
 	if p.kind != k {
-		return nil, fmt.Errorf("object %s is a %s, want a %s: %w", id.Short(), p.kind, k, ErrCorrupt)
+		return nil, wrongKind(id, p.kind, k)
 	}
 	return p.raw, nil
 }
@@ -223,17 +230,30 @@ func (b *Batch) writer() {
 
 // writePack writes objs as one sealed pack in one short transaction.
 func (s *Store) writePack(objs []*pendingObject) (BatchStats, error) {
-	var st BatchStats
 	if err := s.writable(); err != nil {
-		return st, err
+		return BatchStats{}, err
 	}
 	ctx := context.Background()
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return st, fmt.Errorf("write pack: %w", err)
+		return BatchStats{}, fmt.Errorf("write pack: %w", err)
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `INSERT INTO packs(created) VALUES(?)`, time.Now().UnixNano())
+	st, err := insertPack(ctx, tx, objs, time.Now().UnixNano())
+	if err != nil || st.New == 0 {
+		return st, err // nothing new: the empty pack rolls back
+	}
+	if err := tx.Commit(); err != nil {
+		return BatchStats{}, fmt.Errorf("write pack: %w", err)
+	}
+	return st, nil
+}
+
+// insertPack inserts objs as one pack within tx and seals it. Objects
+// another writer stored first are skipped and counted as reused.
+func insertPack(ctx context.Context, tx *sql.Tx, objs []*pendingObject, now int64) (BatchStats, error) {
+	var st BatchStats
+	res, err := tx.ExecContext(ctx, `INSERT INTO packs(created) VALUES(?)`, now)
 	if err != nil {
 		return st, fmt.Errorf("write pack: %w", err)
 	}
@@ -253,22 +273,20 @@ func (s *Store) writePack(objs []*pendingObject) (BatchStats, error) {
 			return st, fmt.Errorf("write pack: object %s: %w", o.id.Short(), err)
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			st.Reused++ // another writer stored it first
+			st.Reused++
 			continue
 		}
+		o.written = true
 		st.New++
 		st.RawBytes += int64(len(o.raw))
 		st.StoredBytes += int64(len(o.data))
 	}
 	if st.New == 0 {
-		return st, nil // nothing new: roll the empty pack back
+		return st, nil
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE packs SET sealed = 1, objects = ?, raw_bytes = ?, stored_bytes = ? WHERE id = ?`,
 		st.New, st.RawBytes, st.StoredBytes, pack); err != nil {
 		return st, fmt.Errorf("seal pack: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return st, fmt.Errorf("write pack: %w", err)
 	}
 	st.Packs = 1
 	return st, nil

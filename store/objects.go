@@ -70,7 +70,7 @@ func (s *Store) Get(id object.ID, k object.Kind) ([]byte, error) {
 		return nil, err
 	}
 	if kind != k {
-		return nil, fmt.Errorf("object %s is a %s, want a %s: %w", id.Short(), kind, k, ErrCorrupt)
+		return nil, wrongKind(id, kind, k)
 	}
 	return data, nil
 }
@@ -147,4 +147,8 @@ func (s *Store) objectDepth(ctx context.Context, id object.ID) (int, bool) {
 	var depth int
 	err := s.r.QueryRowContext(ctx, `SELECT depth FROM objects WHERE id = ?`, id[:]).Scan(&depth)
 	return depth, err == nil
+}
+
+func wrongKind(id object.ID, got, want object.Kind) error {
+	return fmt.Errorf("object %s is a %s, want a %s: %w", id.Short(), got, want, ErrCorrupt)
 }

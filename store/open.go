@@ -76,6 +76,7 @@ type Store struct {
 	codec *codec
 	meta  map[string]string
 	stmts readStmts
+	trees treeCache
 }
 
 // Open opens the Store at path, creating it when opts.Create is set.

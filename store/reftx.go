@@ -18,11 +18,12 @@ const MainBranch = "main"
 // layer) that must land with them. It holds SQLite's write lock, so keep the
 // work inside it small: write bulk objects in a Batch first.
 type RefTx struct {
-	s    *Store
-	ctx  context.Context
-	tx   *sql.Tx
-	objs []*pendingObject
-	now  int64
+	s      *Store
+	ctx    context.Context
+	tx     *sql.Tx
+	objs   []*pendingObject
+	stages []stageCount
+	now    int64
 }
 
 // Update runs fn in one BEGIN IMMEDIATE transaction and commits it when fn
@@ -47,6 +48,7 @@ func (s *Store) Update(fn func(tx *RefTx) error) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	rt.countStages()
 	return nil
 }
 
@@ -62,25 +64,11 @@ func (t *RefTx) flushObjects() error {
 	if len(t.objs) == 0 {
 		return nil
 	}
-	res, err := t.tx.ExecContext(t.ctx, `INSERT INTO packs(created) VALUES(?)`, t.now)
-	if err != nil {
-		return fmt.Errorf("write pack: %w", err)
+	st, err := insertPack(t.ctx, t.tx, t.objs, t.now)
+	if err == nil && st.New == 0 {
+		// Every object was already stored: drop the empty, unsealed pack.
+		_, err = t.tx.ExecContext(t.ctx, `DELETE FROM packs WHERE id = (SELECT max(id) FROM packs) AND sealed = 0`)
 	}
-	pack, _ := res.LastInsertId()
-	var n int
-	var raw, stored int64
-	for _, o := range t.objs {
-		res, err := t.tx.ExecContext(t.ctx, `INSERT INTO objects(id, kind, size, enc, pack, data) VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`,
-			o.id[:], o.kind, len(o.raw), o.enc, pack, nonNil(o.data))
-		if err != nil {
-			return fmt.Errorf("write object %s: %w", o.id.Short(), err)
-		}
-		if k, _ := res.RowsAffected(); k == 1 {
-			n, raw, stored = n+1, raw+int64(len(o.raw)), stored+int64(len(o.data))
-		}
-	}
-	_, err = t.tx.ExecContext(t.ctx, `UPDATE packs SET sealed = 1, objects = ?, raw_bytes = ?, stored_bytes = ? WHERE id = ?`,
-		n, raw, stored, pack)
 	return err
 }
 
@@ -165,4 +153,21 @@ func (t *RefTx) DeleteBranch(name string) error {
 		return fmt.Errorf("branch %q: %w", name, ErrNotFound)
 	}
 	return nil
+}
+
+// countStages credits each Stage with the objects the transaction wrote.
+func (t *RefTx) countStages() {
+	for _, sc := range t.stages {
+		var b BatchStats
+		for _, o := range sc.objs {
+			if o.written {
+				b.New++
+				b.RawBytes += int64(len(o.raw))
+				b.StoredBytes += int64(len(o.data))
+			} else {
+				b.Reused++
+			}
+		}
+		sc.st.count(b)
+	}
 }

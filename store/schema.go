@@ -69,6 +69,7 @@ CREATE TRIGGER packs_sealed BEFORE UPDATE ON packs WHEN OLD.sealed != 0
 BEGIN SELECT RAISE(ABORT, 'layerfs: sealed packs are append-only'); END;
 
 CREATE TRIGGER packs_append_only_delete BEFORE DELETE ON packs
+WHEN OLD.sealed != 0
 BEGIN SELECT RAISE(ABORT, 'layerfs: packs are append-only'); END;
 `
 

@@ -189,8 +189,12 @@ func (b *Batch) PutTree(t *Tree) (object.ID, error) {
 	return b.Put(object.KindTree, data)
 }
 
-// Tree reads and decodes a tree.
+// Tree reads and decodes a tree. Trees are cached and shared: the caller
+// must not modify the result (Clone it first).
 func (s *Store) Tree(id object.ID) (*Tree, error) {
+	if t, ok := s.trees.get(id); ok {
+		return t, nil
+	}
 	data, err := s.Get(id, object.KindTree)
 	if err != nil {
 		return nil, err
@@ -199,5 +203,11 @@ func (s *Store) Tree(id object.ID) (*Tree, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tree %s: %w", id.Short(), err)
 	}
+	s.trees.add(id, t)
 	return t, nil
+}
+
+// Clone returns a copy of t that may be modified.
+func (t *Tree) Clone() *Tree {
+	return &Tree{Entries: append([]Entry(nil), t.Entries...)}
 }

@@ -1,0 +1,26 @@
+// Package publish is the gate every change passes to land on a branch:
+// file calls from the SDK, Workspace commits, and (later) branch merges.
+//
+// A change arrives as a Changeset: the new state of each path it touches
+// (an entry, or a deletion), made against a base Commit. The gate compares
+// each touched path's fingerprint — type, mode, content id, link target —
+// at the base and at the branch head:
+//
+//   - unchanged on head: the change lands on top of head as is, together
+//     with whatever else head gained since the base ("Committed");
+//   - changed on both sides: the whole Changeset is refused ("Conflict",
+//     naming the paths and the head it met) and nothing is written;
+//   - a result identical to head's tree writes no Commit ("UpToDate").
+//
+// The new trees are built off-lock on the head read just before; the write
+// transaction only checks that head is still that commit, inserts the few
+// new trees and the commit, and moves the branch. When another writer got
+// in between, the check and the rebuild are redone inside the transaction,
+// so a writer always makes progress and the lock is held for one short
+// rebuild at most.
+//
+// After a Commit lands, line ownership for its changed text files is
+// appended to an audit table kept apart from the objects (blame), in its own
+// transaction: if that append fails, the Commit stands and those lines read
+// "unknown".
+package publish
