@@ -1,0 +1,163 @@
+package lowerfs
+
+import (
+	"container/list"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/layerfs/layerfs/object"
+)
+
+// DefaultCacheBytes is the size of the Cache a View makes when given none.
+const DefaultCacheBytes = 128 << 20
+
+// Cache holds decoded objects — decompressed chunks, extent nodes, decoded
+// trees — up to a byte budget, evicting the least recently used. Objects
+// are immutable and named by content, so one Cache may serve every View of
+// a Store, and nothing in it is ever stale. It is safe for concurrent use.
+type Cache struct {
+	max int64
+
+	mu       sync.Mutex
+	used     int64
+	items    map[object.ID]*list.Element // of *cacheItem
+	lru      list.List                   // front: most recently used
+	inflight map[object.ID]*cacheLoad
+
+	pre   *prefetcher
+	stats cacheCounters
+}
+
+type cacheItem struct {
+	id   object.ID
+	val  any
+	cost int64
+}
+
+// cacheLoad is one load in progress; later askers wait on done.
+type cacheLoad struct {
+	done chan struct{}
+	val  any
+	err  error
+}
+
+type cacheCounters struct {
+	hits, misses, evictions, prefetched, dropped atomic.Int64
+}
+
+// CacheStats counts what a Cache did.
+type CacheStats struct {
+	Bytes, MaxBytes int64
+	Items           int
+	Hits, Misses    int64 // lookups served from memory / loaded from the Store
+	Evictions       int64
+	Prefetched      int64 // objects loaded by read-ahead
+	Dropped         int64 // read-ahead requests dropped on a full queue
+}
+
+// NewCache returns a Cache holding up to maxBytes of decoded objects, with
+// one read-ahead worker per core. maxBytes <= 0 means DefaultCacheBytes.
+func NewCache(maxBytes int64) *Cache {
+	if maxBytes <= 0 {
+		maxBytes = DefaultCacheBytes
+	}
+	c := &Cache{
+		max:      maxBytes,
+		items:    map[object.ID]*list.Element{},
+		inflight: map[object.ID]*cacheLoad{},
+	}
+	c.pre = newPrefetcher(c, runtime.GOMAXPROCS(0))
+	return c
+}
+
+// Close stops the read-ahead workers. Loads still work afterwards, without
+// read-ahead.
+func (c *Cache) Close() { c.pre.close() }
+
+// Stats returns the Cache's counters.
+func (c *Cache) Stats() CacheStats {
+	c.mu.Lock()
+	bytes, items := c.used, len(c.items)
+	c.mu.Unlock()
+	return CacheStats{
+		Bytes: bytes, MaxBytes: c.max, Items: items,
+		Hits: c.stats.hits.Load(), Misses: c.stats.misses.Load(),
+		Evictions: c.stats.evictions.Load(), Prefetched: c.stats.prefetched.Load(),
+		Dropped: c.stats.dropped.Load(),
+	}
+}
+
+// loadFunc produces an object's decoded value and what it costs to keep.
+type loadFunc func() (val any, cost int64, err error)
+
+// get returns the value cached for id, or loads it with fn once however
+// many callers ask at the same time.
+func (c *Cache) get(id object.ID, fn loadFunc) (any, error) {
+	c.mu.Lock()
+	if el, ok := c.items[id]; ok {
+		c.lru.MoveToFront(el)
+		c.mu.Unlock()
+		c.stats.hits.Add(1)
+		return el.Value.(*cacheItem).val, nil
+	}
+	if l, ok := c.inflight[id]; ok {
+		c.mu.Unlock()
+		<-l.done
+		c.stats.hits.Add(1)
+		return l.val, l.err
+	}
+	l := &cacheLoad{done: make(chan struct{})}
+	c.inflight[id] = l
+	c.mu.Unlock()
+	c.stats.misses.Add(1)
+	return c.finish(id, l, fn)
+}
+
+// finish runs a load and publishes its result to waiters and the cache.
+func (c *Cache) finish(id object.ID, l *cacheLoad, fn loadFunc) (any, error) {
+	var cost int64
+	l.val, cost, l.err = fn()
+	c.mu.Lock()
+	delete(c.inflight, id)
+	if l.err == nil {
+		c.insert(id, l.val, cost)
+	}
+	c.mu.Unlock()
+	close(l.done)
+	return l.val, l.err
+}
+
+// has reports whether id is cached or being loaded.
+func (c *Cache) has(id object.ID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, cached := c.items[id]
+	_, loading := c.inflight[id]
+	return cached || loading
+}
+
+// insert adds a value and evicts from the cold end until the budget holds.
+// c.mu must be held. A value larger than the whole budget is not kept.
+func (c *Cache) insert(id object.ID, val any, cost int64) {
+	if cost > c.max {
+		return
+	}
+	if _, ok := c.items[id]; ok {
+		return
+	}
+	c.items[id] = c.lru.PushFront(&cacheItem{id: id, val: val, cost: cost})
+	c.used += cost
+	for c.used > c.max {
+		c.evictOldest()
+	}
+}
+
+func (c *Cache) evictOldest() {
+	el := c.lru.Back()
+	it := el.Value.(*cacheItem)
+	c.lru.Remove(el)
+	delete(c.items, it.id)
+	c.used -= it.cost
+	c.stats.evictions.Add(1)
+}

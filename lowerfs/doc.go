@@ -1,0 +1,38 @@
+// Package lowerfs is a read-only, FUSE-free view of a Commit: path lookup,
+// directory listing with types and sizes, stat, readlink, and reads of file
+// ranges through the extent tree. It is what fusefs renders, and it can be
+// used on its own (tests, tools) without root or a mount.
+//
+// # Objects load on demand
+//
+// Opening a View reads one object, the Commit; nothing is scanned. A
+// directory's tree is read the first time something inside it is looked
+// up or listed, and a file's chunks the first time a range holding them is
+// read. Everything loaded goes through a Cache: a bounded, least recently
+// used set of decoded objects (decompressed chunks, extent nodes, decoded
+// trees) keyed by object ID. Since objects are immutable and named by their
+// content, one Cache can safely serve every View of a Store — two Commits
+// that share a file share its cached chunks — and an entry never needs
+// invalidating. Concurrent loads of one object are merged, so a reader and
+// the read-ahead never fetch the same chunk twice.
+//
+// # Read-ahead
+//
+// A File tracks where its last read ended. A read that starts there (or
+// close to it: the kernel issues its own read-ahead requests in parallel and
+// out of order) is sequential, and each sequential read doubles a window,
+// up to Options.ReadAhead, of chunks past the read that are prefetched in
+// the background by the Cache's workers, one per core. A read of several
+// chunks also hands all but its first chunk to the workers, so one large
+// request is served by every core. A read elsewhere resets the window.
+// Prefetching is best effort: when the queue is full, requests are dropped
+// and the reader loads what it needs itself.
+//
+// # Errors
+//
+// A name that is not in a directory is ErrNotExist. A stored object that
+// cannot be read — missing from the Store, or failing verification — is an
+// *ObjectError naming the object, which errors.Is reports as ErrUnreadable:
+// a missing object inside a Commit is damage, never "no such file", and
+// fusefs turns it into EIO rather than ENOENT.
+package lowerfs

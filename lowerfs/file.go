@@ -1,0 +1,70 @@
+package lowerfs
+
+import (
+	"fmt"
+
+	"github.com/layerfs/layerfs/extents"
+	"github.com/layerfs/layerfs/object"
+	"github.com/layerfs/layerfs/store"
+)
+
+// File reads one file's content. Reads may run concurrently; sequential
+// ones are read ahead (see the package documentation).
+type File struct {
+	v    *View
+	name string
+	size int64
+	r    *extents.Reader
+	ra   readAhead
+}
+
+// OpenFile returns a File for a file entry. It reads nothing yet.
+func (v *View) OpenFile(e store.Entry) (*File, error) {
+	switch e.Type {
+	case store.TypeFile:
+	case store.TypeDir:
+		return nil, fmt.Errorf("open %q: %w", e.Name, ErrIsDir)
+	default:
+		return nil, fmt.Errorf("open %q: a %s: %w", e.Name, e.Type, ErrInvalid)
+	}
+	f := extents.File{ID: e.ID, Size: e.Size}
+	return &File{v: v, name: e.Name, size: e.Size, r: extents.NewReader(v.g, f)}, nil
+}
+
+// Size is the file's length in bytes.
+func (f *File) Size() int64 { return f.size }
+
+// ReadAt reads len(p) bytes at off, as io.ReaderAt does: fewer bytes and
+// io.EOF when the file ends first.
+func (f *File) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("read %q at %d: %w", f.name, off, ErrInvalid)
+	}
+	if f.size >= extents.SmallFileMax && off < f.size && len(p) > 0 {
+		f.prefetch(off, int64(len(p)))
+	}
+	n, err := f.r.ReadAt(p, off)
+	if err != nil && n < len(p) && off+int64(n) < f.size {
+		return n, fmt.Errorf("read %q: %w", f.name, err)
+	}
+	return n, err
+}
+
+// prefetch hands the chunks of the read-ahead window, and those of this
+// read past its first chunk, to the Cache's workers.
+func (f *File) prefetch(off, n int64) {
+	from, to := f.ra.advance(off, n, f.v.readAhead)
+	if to <= from {
+		return
+	}
+	pre := f.v.g.c.pre
+	for e, err := range f.r.Extents(from, to-from) {
+		if err != nil {
+			return // the read itself reports it
+		}
+		if e.Off <= off && off < e.End() {
+			continue // the reader loads the chunk it starts in
+		}
+		pre.add(f.v.g, e.Chunk, object.KindChunk)
+	}
+}

@@ -1,0 +1,48 @@
+package lowerfs
+
+import "sync"
+
+// seqSlack is how far before the end of the last read a read may start
+// and still count as sequential: the kernel sends its own read-ahead
+// requests concurrently, so they arrive slightly out of order.
+const seqSlack = 4 << 20
+
+// readAhead detects sequential reading of one File and sizes the window
+// prefetched past it.
+type readAhead struct {
+	mu      sync.Mutex
+	next    int64 // where the furthest read so far ended
+	window  int64 // current window; 0 after a non-sequential read
+	fetched int64 // chunks before this offset were already requested
+}
+
+// advance records a read of n bytes at off and returns the range whose
+// chunks should be prefetched. Without read-ahead (limit 0) it is the
+// read itself, so its chunks load in parallel.
+func (r *readAhead) advance(off, n, limit int64) (from, to int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	end := off + n
+	if off == 0 { // a reader starting over
+		r.window, r.fetched, r.next = 0, 0, 0
+	}
+	if !r.sequential(off, limit) {
+		r.window, r.fetched, r.next = 0, end, end
+		return off, end
+	}
+	r.window = min(max(2*r.window, minReadAhead), limit)
+	r.next = max(r.next, end)
+	from, to = max(off, r.fetched), end+r.window
+	r.fetched = max(r.fetched, to)
+	return from, to
+}
+
+func (r *readAhead) sequential(off, limit int64) bool {
+	if limit <= 0 {
+		return false
+	}
+	if off == 0 {
+		return true
+	}
+	return off >= r.next-seqSlack && off <= max(r.next, r.fetched)
+}

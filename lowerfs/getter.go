@@ -1,0 +1,88 @@
+package lowerfs
+
+import (
+	"fmt"
+
+	"github.com/layerfs/layerfs/extents"
+	"github.com/layerfs/layerfs/object"
+	"github.com/layerfs/layerfs/store"
+)
+
+// Store is where a View reads objects. *store.Store implements it; tests
+// may wrap one to inject failures.
+type Store interface {
+	// Get returns the verified canonical bytes of object id, of kind k.
+	Get(id object.ID, k object.Kind) ([]byte, error)
+}
+
+// itemOverhead approximates what the cache's bookkeeping costs per object.
+const itemOverhead = 128
+
+// getter reads objects from a Store through a Cache. It is the
+// extents.Getter every File's reader uses, so chunks and extent nodes are
+// cached and shared across files and views.
+type getter struct {
+	s Store
+	c *Cache
+}
+
+var _ extents.Getter = (*getter)(nil)
+
+// Get returns an object's bytes, from the cache when it holds them. A
+// failure is an *ObjectError.
+func (g *getter) Get(id object.ID, k object.Kind) ([]byte, error) {
+	v, err := g.c.get(id, func() (any, int64, error) {
+		data, err := g.s.Get(id, k)
+		if err != nil {
+			return nil, 0, &ObjectError{Kind: k, ID: id, Err: err}
+		}
+		return data, int64(len(data)) + itemOverhead, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.([]byte), nil
+}
+
+// tree returns a decoded tree.
+func (g *getter) tree(id object.ID) (*store.Tree, error) {
+	v, err := g.c.get(id, func() (any, int64, error) {
+		data, err := g.s.Get(id, object.KindTree)
+		if err != nil {
+			return nil, 0, &ObjectError{Kind: object.KindTree, ID: id, Err: err}
+		}
+		t, err := store.DecodeTree(data)
+		if err != nil {
+			return nil, 0, &ObjectError{Kind: object.KindTree, ID: id, Err: err}
+		}
+		return t, treeCost(t), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*store.Tree), nil
+}
+
+// treeCost approximates the memory a decoded tree holds.
+func treeCost(t *store.Tree) int64 {
+	cost := int64(itemOverhead)
+	for i := range t.Entries {
+		e := &t.Entries[i]
+		cost += 112 + int64(len(e.Name)+len(e.Target))
+	}
+	return cost
+}
+
+// commit reads and decodes a commit. Commits are read once per View, so
+// they bypass the cache.
+func (g *getter) commit(id object.ID) (*store.Commit, error) {
+	data, err := g.s.Get(id, object.KindCommit)
+	if err != nil {
+		return nil, &ObjectError{Kind: object.KindCommit, ID: id, Err: err}
+	}
+	c, err := store.DecodeCommit(data)
+	if err != nil {
+		return nil, &ObjectError{Kind: object.KindCommit, ID: id, Err: fmt.Errorf("decode: %w", err)}
+	}
+	return c, nil
+}
