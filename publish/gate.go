@@ -47,7 +47,10 @@ type Result struct {
 	// Objects counts what the publish stored and reused.
 	Objects store.BatchStats
 	// Timing of the phases.
-	Prepare, Lock time.Duration
+	Prepare, Lock, Audit time.Duration
+	// AuditErr is set when the Commit landed but its line ownership could
+	// not be recorded: its lines read "unknown" in blame.
+	AuditErr error
 }
 
 // Meta describes the Commit a publish makes.
@@ -104,7 +107,20 @@ func Publish(s *store.Store, branch string, cs *Changeset, content *store.Stage,
 	if err != nil {
 		return nil, fmt.Errorf("publish to %s: %w", branch, err)
 	}
+	audited := time.Now()
+	res.AuditErr = g.audit(res)
+	res.Audit = time.Since(audited)
 	return res, nil
+}
+
+// audit records line ownership for a landed Commit; a failure leaves the
+// Commit standing.
+func (g *gate) audit(res *Result) error {
+	parent, err := g.s.Commit(res.Head)
+	if err != nil {
+		return err
+	}
+	return recordBlame(g.s, parent.Tree, res.Commit, g.cs, g.meta.Origin)
 }
 
 // gate is one publish in progress.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver
@@ -77,6 +78,8 @@ type Store struct {
 	meta  map[string]string
 	stmts readStmts
 	trees treeCache
+	// failAudit makes AppendBlame fail: a failure point for tests.
+	failAudit atomic.Bool
 }
 
 // Open opens the Store at path, creating it when opts.Create is set.

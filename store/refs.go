@@ -302,3 +302,5 @@ func (s *Store) findPrefix(ctx context.Context, p string) ([]prefixMatch, error)
 	}
 	return out, rows.Err()
 }
+
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

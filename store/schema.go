@@ -9,7 +9,7 @@ import (
 
 // FormatVersion is the Store's on-disk format, kept in PRAGMA user_version
 // and in meta. Bump it with every schema change and add a migration.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // schemaV1 creates a fresh Store. Objects and packs are append-only: the
 // triggers make SQLite itself refuse to rewrite history.
@@ -73,8 +73,23 @@ WHEN OLD.sealed != 0
 BEGIN SELECT RAISE(ABORT, 'layerfs: packs are append-only'); END;
 `
 
-// migrations[v] upgrades a Store from format v to v+1.
-var migrations = map[int]string{}
+// migrations[v] upgrades a Store from format v to v+1. A new Store is
+// made at format 1 and migrated up, so every path through the schema is
+// the same one.
+var migrations = map[int]string{
+	// 2: line ownership (blame), an audit kept apart from the objects so it
+	// survives squashing; rows are appended after their Commit lands.
+	1: `
+CREATE TABLE blame (
+	seq       INTEGER PRIMARY KEY,
+	path      TEXT NOT NULL,
+	content   BLOB NOT NULL,
+	commit_id BLOB NOT NULL,
+	data      BLOB NOT NULL
+);
+CREATE INDEX blame_path_content ON blame(path, content);
+`,
+}
 
 // prepareSchema creates the schema in an empty file, migrates an older one,
 // and refuses a newer one or a database that is not a Store.
@@ -117,14 +132,16 @@ func createSchema(ctx context.Context, tx *sql.Tx, meta map[string]string) error
 		return fmt.Errorf("create schema: %w", err)
 	}
 	meta["format"] = "layerfs"
-	meta["version"] = strconv.Itoa(FormatVersion)
+	meta["version"] = "1"
 	for k, v := range meta {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO meta(key, value) VALUES(?, ?)`, k, v); err != nil {
 			return fmt.Errorf("write meta %s: %w", k, err)
 		}
 	}
-	_, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, FormatVersion))
-	return err
+	if _, err := tx.ExecContext(ctx, `PRAGMA user_version = 1`); err != nil {
+		return err
+	}
+	return migrate(ctx, tx, 1)
 }
 
 func checkMeta(ctx context.Context, tx *sql.Tx) error {

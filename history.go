@@ -1,0 +1,163 @@
+package layerfs
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/layerfs/layerfs/object"
+	"github.com/layerfs/layerfs/publish"
+	"github.com/layerfs/layerfs/store"
+)
+
+// LogEntry is one Commit in a history.
+type LogEntry struct {
+	Commit  object.ID          `json:"-"`
+	Parents []object.ID        `json:"-"`
+	Origin  string             `json:"origin"`
+	Message string             `json:"message"`
+	Time    time.Time          `json:"time"`
+	Changes []publish.PathDiff `json:"changes"`
+}
+
+// Log lists ref's history along first parents, newest first, with the
+// paths each Commit changed; max bounds the count (0: all).
+func (st *Store) Log(ref string, max int) ([]LogEntry, error) {
+	r, err := st.s.Resolve(ref)
+	if err != nil {
+		return nil, err
+	}
+	var out []LogEntry
+	for id := r.Commit; !id.IsZero() && (max <= 0 || len(out) < max); {
+		c, err := st.s.Commit(id)
+		if err != nil {
+			return nil, err
+		}
+		e := LogEntry{Commit: id, Parents: c.Parents, Origin: c.Origin, Message: c.Message, Time: c.When()}
+		parentTree := object.Zero
+		id = object.Zero
+		if len(c.Parents) > 0 {
+			id = c.Parents[0]
+			p, err := st.s.Commit(id)
+			if err != nil {
+				return nil, err
+			}
+			parentTree = p.Tree
+		}
+		if e.Changes, err = publish.DiffTrees(st.s, parentTree, c.Tree); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Diff lists the paths that differ from refA to refB. Its cost follows the
+// change, not the tree.
+func (st *Store) Diff(refA, refB string) ([]publish.PathDiff, error) {
+	a, _, err := st.s.CommitRoot(refA)
+	if err != nil {
+		return nil, err
+	}
+	b, _, err := st.s.CommitRoot(refB)
+	if err != nil {
+		return nil, err
+	}
+	return publish.DiffTrees(st.s, a, b)
+}
+
+// DiffText renders the changes from refA to refB as unified diffs, with
+// context lines around each change; binary files are named, not shown.
+func (st *Store) DiffText(refA, refB string, context int) (string, error) {
+	changes, err := st.Diff(refA, refB)
+	if err != nil {
+		return "", err
+	}
+	var sb strings.Builder
+	for _, c := range changes {
+		if err := st.diffOne(&sb, &c, context); err != nil {
+			return "", err
+		}
+	}
+	return sb.String(), nil
+}
+
+func (st *Store) diffOne(sb *strings.Builder, c *publish.PathDiff, context int) error {
+	a, err := st.textOf(c.Old, c.Path)
+	if err != nil {
+		return err
+	}
+	b, err := st.textOf(c.New, c.Path)
+	if err != nil {
+		return err
+	}
+	nameA, nameB := "a/"+c.Path, "b/"+c.Path
+	if c.Old == nil {
+		nameA = "/dev/null"
+	}
+	if c.New == nil {
+		nameB = "/dev/null"
+	}
+	switch {
+	case a == nil || b == nil:
+		fmt.Fprintf(sb, "Binary files %s and %s differ\n", nameA, nameB)
+	default:
+		fmt.Fprintf(sb, "diff --layerfs a/%s b/%s (%s)\n", c.Path, c.Path, c.Kind)
+		sb.WriteString(publish.Unified(nameA, nameB, a, b, context))
+	}
+	return nil
+}
+
+// textOf returns the lines of a file or symlink entry, an empty text for
+// nil or a directory, and nil for binary content.
+func (st *Store) textOf(e *store.Entry, p string) ([]string, error) {
+	if e == nil || e.Type == store.TypeDir {
+		return []string{}, nil
+	}
+	data, err := readEntry(st.s, e, p)
+	if err != nil {
+		return nil, err
+	}
+	if !IsText(data) {
+		return nil, nil
+	}
+	lines := publish.SplitLines(data)
+	if lines == nil {
+		lines = []string{}
+	}
+	return lines, nil
+}
+
+// Blame says which origin wrote each line of path at ref.
+func (st *Store) Blame(ref, path string) (*publish.BlameResult, error) {
+	root, _, err := st.s.CommitRoot(ref)
+	if err != nil {
+		return nil, err
+	}
+	return publish.Blame(st.s, root, path)
+}
+
+// Reset moves branch to the commit ref names. Commits after it stay in the
+// Store and stay reachable by id.
+func (st *Store) Reset(branch, ref string) (object.ID, error) {
+	r, err := st.s.Resolve(ref)
+	if err != nil {
+		return object.Zero, err
+	}
+	err = st.s.Update(func(tx *store.RefTx) error {
+		head, err := tx.Head(branch)
+		if err != nil {
+			return err
+		}
+		return tx.SetHead(branch, head, r.Commit)
+	})
+	if err != nil {
+		return object.Zero, fmt.Errorf("reset %s to %s: %w", branch, ref, err)
+	}
+	return r.Commit, nil
+}
+
+// Fork makes branch name start at from: one record, no copies.
+func (st *Store) Fork(name, from string) (store.Branch, error) {
+	return st.s.Fork(name, from)
+}

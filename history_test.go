@@ -1,0 +1,167 @@
+package layerfs
+
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/layerfs/layerfs/publish"
+	"github.com/layerfs/layerfs/store"
+)
+
+func ownersOf(t *testing.T, st *Store, ref, path string) []string {
+	t.Helper()
+	b, err := st.Blame(ref, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range b.Ranges {
+		for i := r.Start; i <= r.End; i++ {
+			out = append(out, r.Owner)
+		}
+	}
+	return out
+}
+
+// TestBlameMatchesModel: 100 edit Commits by 10 origins on a 1,000-line
+// file; every line's owner is checked against a simple model.
+func TestBlameMatchesModel(t *testing.T) {
+	st, f := newProject(t)
+	r := rand.New(rand.NewSource(7))
+	lines := make([]string, 1000)
+	owners := make([]string, 1000)
+	for i := range lines {
+		lines[i] = fmt.Sprintf("line %d\n", i)
+		owners[i] = "operation:creator"
+	}
+	expect(t, publish.Committed)(f.Write("big.txt", []byte(strings.Join(lines, "")), Call{ID: "creator"}))
+	for c := 0; c < 100; c++ {
+		origin := fmt.Sprintf("agent-%d", c%10)
+		for k := 0; k < 1+r.Intn(5); k++ {
+			at := r.Intn(len(lines))
+			switch r.Intn(3) {
+			case 0: // replace a line
+				lines[at] = fmt.Sprintf("edit %d.%d\n", c, k)
+				owners[at] = "operation:" + origin
+			case 1: // insert a line
+				lines = append(lines[:at], append([]string{fmt.Sprintf("new %d.%d\n", c, k)}, lines[at:]...)...)
+				owners = append(owners[:at], append([]string{"operation:" + origin}, owners[at:]...)...)
+			case 2: // delete a line
+				lines = append(lines[:at], lines[at+1:]...)
+				owners = append(owners[:at], owners[at+1:]...)
+			}
+		}
+		expect(t, publish.Committed)(f.Write("big.txt", []byte(strings.Join(lines, "")), Call{ID: origin}))
+	}
+	start := time.Now()
+	got := ownersOf(t, st, "main", "big.txt")
+	t.Logf("blame of %d lines after 100 commits: %v", len(lines), time.Since(start))
+	if len(got) != len(owners) {
+		t.Fatalf("%d owned lines, want %d", len(got), len(owners))
+	}
+	for i := range owners {
+		if got[i] != owners[i] {
+			t.Fatalf("line %d owned by %s, want %s", i+1, got[i], owners[i])
+		}
+	}
+	if got := ownersOf(t, st, "main", "README.md"); len(got) != 1 || got[0] != store.OwnerOriginal {
+		t.Errorf("untouched init file: %v", got)
+	}
+}
+
+func TestBlameSurvivesAuditFailureAsUnknown(t *testing.T) {
+	st, f := newProject(t)
+	expect(t, publish.Committed)(f.Write("a.txt", []byte("1\n2\n3\n"), Call{ID: "one"}))
+	st.Backend().FailAuditForTest(true)
+	res := expect(t, publish.Committed)(f.Write("a.txt", []byte("1\ntwo\n3\n"), Call{ID: "two"}))
+	st.Backend().FailAuditForTest(false)
+	if res.AuditErr == nil {
+		t.Fatal("the injected audit failure was not reported")
+	}
+	if got := mustRead(t, f, "a.txt"); got != "1\ntwo\n3\n" {
+		t.Fatalf("the commit must stand: %q", got)
+	}
+	if got := strings.Join(ownersOf(t, st, "main", "a.txt"), ","); got != "unknown,unknown,unknown" {
+		t.Errorf("after a failed append: %s", got)
+	}
+	expect(t, publish.Committed)(f.Write("a.txt", []byte("1\ntwo\n3\nfour\n"), Call{ID: "three"}))
+	if got := strings.Join(ownersOf(t, st, "main", "a.txt"), ","); got != "unknown,unknown,unknown,operation:three" {
+		t.Errorf("after a later commit: %s", got)
+	}
+}
+
+func TestBlameMovesAndBinary(t *testing.T) {
+	st, f := newProject(t)
+	expect(t, publish.Committed)(f.Edit("src/a/b/c.go", "package c", "package c // edited", false, Call{ID: "ed"}))
+	expect(t, publish.Committed)(f.Move("src", "lib", Call{ID: "mv"}))
+	if got := ownersOf(t, st, "main", "lib/a/b/c.go"); len(got) != 1 || got[0] != "operation:ed" {
+		t.Errorf("moved dir keeps owners: %v", got)
+	}
+	expect(t, publish.Committed)(f.Move("README.md", "READ.md", Call{ID: "mv2"}))
+	if got := ownersOf(t, st, "main", "READ.md"); len(got) != 1 || got[0] != store.OwnerOriginal {
+		t.Errorf("moved file keeps owners: %v", got)
+	}
+	expect(t, publish.Committed)(f.WriteAt("data.bin", 10, []byte{1, 2, 3}, Call{ID: "bin"}))
+	b, err := st.Blame("main", "data.bin")
+	if err != nil || !b.Binary || len(b.Ranges) != 1 || b.Ranges[0].Owner != "operation:bin" {
+		t.Errorf("binary blame: %+v %v", b, err)
+	}
+}
+
+func TestLogDiffReset(t *testing.T) {
+	st, f := newProject(t)
+	expect(t, publish.Committed)(f.Write("README.md", []byte("# hello\nworld\n"), Call{ID: "w1", Message: "add world"}))
+	expect(t, publish.Committed)(f.Batch(func(b *Batch) error {
+		b.Delete("dup1")
+		return b.Write("src/new.go", []byte("package src\n"))
+	}, Call{ID: "w2"}))
+	log, err := st.Log("main", 0)
+	if err != nil || len(log) != 3 {
+		t.Fatalf("log: %d entries, %v", len(log), err)
+	}
+	if log[1].Origin != "operation:w1" || log[1].Message != "add world" || len(log[1].Changes) != 1 || log[1].Changes[0].Path != "README.md" {
+		t.Errorf("log entry: %+v", log[1])
+	}
+	var kinds []string
+	for _, c := range log[0].Changes {
+		kinds = append(kinds, c.Path+":"+string(c.Kind))
+	}
+	if strings.Join(kinds, " ") != "dup1:deleted src/new.go:added" {
+		t.Errorf("changes: %v", kinds)
+	}
+	text, err := st.DiffText("main~2", "main", 3)
+	if err != nil || !strings.Contains(text, "+world\n") || !strings.Contains(text, "--- /dev/null\n+++ b/src/new.go") {
+		t.Errorf("diff text:\n%s %v", text, err)
+	}
+	if _, err := st.Reset("main", "main~2"); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustRead(t, f, "README.md"); got != "# hello\n" {
+		t.Errorf("after reset: %q", got)
+	}
+	if _, err := st.Reset("main", "nope"); err == nil {
+		t.Error("reset to an unknown ref")
+	}
+}
+
+// TestDiffCostFollowsTheChange: a one-file change deep in a wide tree
+// reads only the trees on its path.
+func TestDiffCostFollowsTheChange(t *testing.T) {
+	st, f := newProject(t)
+	expect(t, publish.Committed)(f.Batch(func(b *Batch) error {
+		for i := 0; i < 300; i++ {
+			if err := b.Write(fmt.Sprintf("wide/d%03d/f.txt", i), []byte("x")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	expect(t, publish.Committed)(f.Write("wide/d150/f.txt", []byte("y")))
+	d, err := st.Diff("main~1", "main")
+	if err != nil || len(d) != 1 || d[0].Path != "wide/d150/f.txt" || d[0].Kind != publish.Modified {
+		t.Fatalf("diff: %+v %v", d, err)
+	}
+}

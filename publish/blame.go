@@ -1,0 +1,178 @@
+package publish
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/layerfs/layerfs/extents"
+	"github.com/layerfs/layerfs/object"
+	"github.com/layerfs/layerfs/store"
+)
+
+// maxBlameBytes: larger files get whole-file ownership, like binary ones,
+// so recording blame never costs more than a bounded read per file.
+const maxBlameBytes = 8 << 20
+
+// Range is lines Start..End (1-based, inclusive) with one owner.
+type Range struct {
+	Start int    `json:"start"`
+	End   int    `json:"end"`
+	Owner string `json:"owner"`
+}
+
+// BlameResult is the ownership of every line of one file.
+type BlameResult struct {
+	Path   string   `json:"path"`
+	Binary bool     `json:"binary"`
+	Ranges []Range  `json:"ranges"`
+	Lines  []string `json:"-"`
+}
+
+// Blame says which origin wrote each line of path in tree root. Its cost
+// follows the file, not the history: one audit row, or the init tree.
+func Blame(s *store.Store, root object.ID, path string) (*BlameResult, error) {
+	e, err := s.Lookup(root, path)
+	if err != nil {
+		return nil, err
+	}
+	if e.Type != store.TypeFile {
+		return nil, fmt.Errorf("blame %s: not a file: %w", path, store.ErrBadPath)
+	}
+	v, err := loadVersion(s, &e)
+	if err != nil {
+		return nil, fmt.Errorf("blame %s: %w", path, err)
+	}
+	own, err := ownershipOf(s, path, &e, v)
+	if err != nil {
+		return nil, fmt.Errorf("blame %s: %w", path, err)
+	}
+	res := &BlameResult{Path: path, Binary: own.Binary, Lines: v.lines}
+	line := 1
+	for _, r := range own.Runs {
+		res.Ranges = append(res.Ranges, Range{Start: line, End: line + r.Lines - 1, Owner: r.Owner})
+		line += r.Lines
+	}
+	return res, nil
+}
+
+// version is one file's content as blame sees it.
+type version struct {
+	binary bool
+	lines  []string
+}
+
+func (v *version) count() int {
+	if v.binary {
+		return 1
+	}
+	return len(v.lines)
+}
+
+func loadVersion(g extents.Getter, e *store.Entry) (*version, error) {
+	if e.Size > maxBlameBytes {
+		return &version{binary: true}, nil
+	}
+	data := make([]byte, e.Size)
+	if _, err := extents.NewReader(g, extents.File{ID: e.ID, Size: e.Size}).ReadAt(data, 0); err != nil && e.Size > 0 {
+		return nil, err
+	}
+	for _, b := range data[:min(len(data), 8000)] {
+		if b == 0 {
+			return &version{binary: true}, nil
+		}
+	}
+	return &version{lines: SplitLines(data)}, nil
+}
+
+// ownershipOf finds who owns each line of the content e holds at path: the
+// recorded row, or "original" when init left that content there, or
+// "unknown" when the Commit that made it recorded nothing.
+func ownershipOf(s *store.Store, path string, e *store.Entry, v *version) (store.Ownership, error) {
+	own, _, ok, err := s.Blame(path, e.ID)
+	if err != nil || ok {
+		return own, err
+	}
+	owner := store.OwnerUnknown
+	if orig, err := fromInit(s, path, e.ID); err != nil {
+		return own, err
+	} else if orig {
+		owner = store.OwnerOriginal
+	}
+	return uniform(v, owner), nil
+}
+
+func uniform(v *version, owner string) store.Ownership {
+	o := store.Ownership{Binary: v.binary}
+	if n := v.count(); n > 0 {
+		o.Runs = []store.Run{{Lines: n, Owner: owner}}
+	}
+	return o
+}
+
+// fromInit reports whether init (main's first Layer) left content id at path.
+func fromInit(s *store.Store, path string, id object.ID) (bool, error) {
+	r, err := s.Resolve("L1")
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	c, err := s.Commit(r.Commit)
+	if err != nil {
+		return false, err
+	}
+	e, err := s.Lookup(c.Tree, path)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && e.Type == store.TypeFile && e.ID == id, err
+}
+
+// attribute computes the ownership of a new version from the old one:
+// lines kept keep their owners; lines added belong to origin.
+func attribute(old store.Ownership, ov, nv *version, origin string) store.Ownership {
+	if ov == nil || ov.binary || nv.binary {
+		return uniform(nv, origin)
+	}
+	owners := expand(old, len(ov.lines))
+	next := make([]string, 0, len(nv.lines))
+	for _, op := range DiffLines(ov.lines, nv.lines) {
+		switch op.Kind {
+		case Equal:
+			next = append(next, owners[op.A:op.A+op.N]...)
+		case Insert:
+			for i := 0; i < op.N; i++ {
+				next = append(next, origin)
+			}
+		}
+	}
+	return compress(next)
+}
+
+// expand lists one owner per line; lines beyond the recorded runs (which
+// only a damaged row could cause) read unknown.
+func expand(o store.Ownership, lines int) []string {
+	out := make([]string, 0, lines)
+	for _, r := range o.Runs {
+		for i := 0; i < r.Lines && len(out) < lines; i++ {
+			out = append(out, r.Owner)
+		}
+	}
+	for len(out) < lines {
+		out = append(out, store.OwnerUnknown)
+	}
+	return out
+}
+
+func compress(owners []string) store.Ownership {
+	var o store.Ownership
+	for _, w := range owners {
+		if n := len(o.Runs); n > 0 && o.Runs[n-1].Owner == w {
+			o.Runs[n-1].Lines++
+			continue
+		}
+		o.Runs = append(o.Runs, store.Run{Lines: 1, Owner: w})
+	}
+	return o
+}

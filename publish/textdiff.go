@@ -1,0 +1,191 @@
+package publish
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/sergi/go-diff/diffmatchpatch"
+)
+
+// OpKind is what a run of lines did between two versions.
+type OpKind int
+
+const (
+	Equal OpKind = iota
+	Delete
+	Insert
+)
+
+// LineOp is a run of N lines: equal in both versions (starting at line A
+// of the old and B of the new, 0-based), deleted from the old at A, or
+// inserted into the new at B.
+type LineOp struct {
+	Kind OpKind
+	A, B int
+	N    int
+}
+
+// SplitLines cuts text into lines, each keeping its "\n"; the last line may
+// lack one.
+func SplitLines(data []byte) []string {
+	if len(data) == 0 {
+		return nil
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
+}
+
+// DiffLines computes a minimal line diff of a and b (Myers, through
+// go-diff's line mode: each distinct line becomes one rune).
+func DiffLines(a, b []string) []LineOp {
+	ra, rb := encodeLines(a, b)
+	dmp := diffmatchpatch.New()
+	dmp.DiffTimeout = 0 // exact, however long: merges must not depend on timing
+	var ops []LineOp
+	i, j := 0, 0
+	for _, d := range dmp.DiffMainRunes(ra, rb, false) {
+		n := len([]rune(d.Text))
+		switch d.Type {
+		case diffmatchpatch.DiffEqual:
+			ops = append(ops, LineOp{Equal, i, j, n})
+			i, j = i+n, j+n
+		case diffmatchpatch.DiffDelete:
+			ops = append(ops, LineOp{Delete, i, j, n})
+			i += n
+		case diffmatchpatch.DiffInsert:
+			ops = append(ops, LineOp{Insert, i, j, n})
+			j += n
+		}
+	}
+	return ops
+}
+
+// encodeLines maps each distinct line to one rune, skipping the surrogate
+// range, which is not a valid rune.
+func encodeLines(a, b []string) ([]rune, []rune) {
+	ids := map[string]rune{}
+	next := rune(1)
+	enc := func(lines []string) []rune {
+		out := make([]rune, len(lines))
+		for i, l := range lines {
+			r, ok := ids[l]
+			if !ok {
+				if next == 0xD800 {
+					next = 0xE000
+				}
+				r, next = next, next+1
+				ids[l] = r
+			}
+			out[i] = r
+		}
+		return out
+	}
+	return enc(a), enc(b)
+}
+
+// Unified renders a diff of a and b in unified format with context lines
+// of context around each change; "" when they are equal.
+func Unified(nameA, nameB string, a, b []string, context int) string {
+	ops := DiffLines(a, b)
+	var sb strings.Builder
+	for _, h := range hunks(ops, context) {
+		if sb.Len() == 0 {
+			fmt.Fprintf(&sb, "--- %s\n+++ %s\n", nameA, nameB)
+		}
+		writeHunk(&sb, h, a, b)
+	}
+	return sb.String()
+}
+
+type hunk struct{ ops []LineOp }
+
+// hunks groups changes whose context overlaps, trimming equal runs to
+// context lines on each side.
+func hunks(ops []LineOp, context int) []hunk {
+	var out []hunk
+	var cur []LineOp
+	for i, op := range ops {
+		if op.Kind != Equal {
+			cur = append(cur, op)
+			continue
+		}
+		first, last := len(cur) == 0, i == len(ops)-1
+		switch {
+		case first:
+			skip := max(0, op.N-context)
+			if op.N > 0 && op.N-skip > 0 && i < len(ops)-1 {
+				cur = append(cur, LineOp{Equal, op.A + skip, op.B + skip, op.N - skip})
+			}
+		case last || op.N > 2*context:
+			cur = append(cur, LineOp{Equal, op.A, op.B, min(op.N, context)})
+			out = append(out, hunk{cur})
+			cur = nil
+			if !last {
+				skip := op.N - context
+				cur = append(cur, LineOp{Equal, op.A + skip, op.B + skip, context})
+			}
+		default:
+			cur = append(cur, op)
+		}
+	}
+	if hasChange(cur) {
+		out = append(out, hunk{cur})
+	}
+	return out
+}
+
+func hasChange(ops []LineOp) bool {
+	for _, op := range ops {
+		if op.Kind != Equal {
+			return true
+		}
+	}
+	return false
+}
+
+func writeHunk(sb *strings.Builder, h hunk, a, b []string) {
+	first := h.ops[0]
+	var na, nb int
+	for _, op := range h.ops {
+		if op.Kind != Insert {
+			na += op.N
+		}
+		if op.Kind != Delete {
+			nb += op.N
+		}
+	}
+	fmt.Fprintf(sb, "@@ -%s +%s @@\n", hunkRange(first.A, na), hunkRange(first.B, nb))
+	for _, op := range h.ops {
+		switch op.Kind {
+		case Equal:
+			writeLines(sb, " ", a[op.A:op.A+op.N])
+		case Delete:
+			writeLines(sb, "-", a[op.A:op.A+op.N])
+		case Insert:
+			writeLines(sb, "+", b[op.B:op.B+op.N])
+		}
+	}
+}
+
+func hunkRange(start, n int) string {
+	if n == 0 {
+		return fmt.Sprintf("%d,0", start)
+	}
+	if n == 1 {
+		return fmt.Sprintf("%d", start+1)
+	}
+	return fmt.Sprintf("%d,%d", start+1, n)
+}
+
+func writeLines(sb *strings.Builder, prefix string, lines []string) {
+	for _, l := range lines {
+		sb.WriteString(prefix)
+		sb.WriteString(l)
+		if !strings.HasSuffix(l, "\n") {
+			sb.WriteString("\n\\ No newline at end of file\n")
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/layerfs/layerfs/object"
+)
+
+// Owners of lines that no Commit claims.
+const (
+	// OwnerOriginal: the line came with init.
+	OwnerOriginal = "original"
+	// OwnerUnknown: the Commit that wrote the line did not record its
+	// ownership (its audit append failed).
+	OwnerUnknown = "unknown"
+)
+
+// Ownership says who wrote each line of one version of a file: runs of
+// lines, each with an owner (an origin, or OwnerOriginal/OwnerUnknown).
+// A binary file has one run covering the whole file.
+type Ownership struct {
+	Binary bool
+	Runs   []Run
+}
+
+// Run is Lines consecutive lines with one owner.
+type Run struct {
+	Lines int
+	Owner string
+}
+
+// Lines is the number of lines covered.
+func (o *Ownership) Lines() int {
+	n := 0
+	for _, r := range o.Runs {
+		n += r.Lines
+	}
+	return n
+}
+
+// BlameRow records the ownership of the content a Commit left at a path.
+type BlameRow struct {
+	Path    string
+	Content object.ID
+	Commit  object.ID
+	Own     Ownership
+}
+
+func (o *Ownership) encode() []byte {
+	var owners []string
+	index := map[string]uint64{}
+	e := object.Encoder{}
+	if o.Binary {
+		e.Byte(1)
+	} else {
+		e.Byte(0)
+	}
+	var runs object.Encoder
+	for _, r := range o.Runs {
+		i, ok := index[r.Owner]
+		if !ok {
+			i = uint64(len(owners))
+			index[r.Owner] = i
+			owners = append(owners, r.Owner)
+		}
+		runs.Uvarint(uint64(r.Lines))
+		runs.Uvarint(i)
+	}
+	e.Uvarint(uint64(len(owners)))
+	for _, s := range owners {
+		e.String(s)
+	}
+	e.Uvarint(uint64(len(o.Runs)))
+	e.B = append(e.B, runs.B...)
+	return e.B
+}
+
+func decodeOwnership(b []byte) (Ownership, error) {
+	d := object.Decoder{B: b}
+	o := Ownership{Binary: d.Byte() == 1}
+	n := d.Uvarint()
+	if n > uint64(len(b)) {
+		return o, ErrCorrupt
+	}
+	owners := make([]string, n)
+	for i := range owners {
+		owners[i] = d.String()
+	}
+	runs := d.Uvarint()
+	if runs > uint64(len(b)) {
+		return o, ErrCorrupt
+	}
+	for i := uint64(0); i < runs && d.Err() == nil; i++ {
+		lines, idx := d.Uvarint(), d.Uvarint()
+		if idx >= uint64(len(owners)) {
+			return o, ErrCorrupt
+		}
+		o.Runs = append(o.Runs, Run{Lines: int(lines), Owner: owners[idx]})
+	}
+	return o, d.Done()
+}
+
+// errAuditInjected lets tests make audit appends fail.
+var errAuditInjected = errors.New("audit append failed (injected)")
+
+// AppendBlame records line ownership for the paths a Commit changed, in a
+// transaction of its own after the Commit landed.
+func (s *Store) AppendBlame(rows []BlameRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	if s.failAudit.Load() {
+		return errAuditInjected
+	}
+	return s.Update(func(tx *RefTx) error {
+		for _, r := range rows {
+			_, err := tx.tx.ExecContext(tx.ctx, `INSERT INTO blame(path, content, commit_id, data) VALUES(?, ?, ?, ?)`,
+				r.Path, r.Content[:], r.Commit[:], r.Own.encode())
+			if err != nil {
+				return fmt.Errorf("append blame %s: %w", r.Path, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Blame returns the most recently recorded ownership of content at path.
+func (s *Store) Blame(path string, content object.ID) (Ownership, object.ID, bool, error) {
+	var data, commit []byte
+	err := s.r.QueryRowContext(context.Background(),
+		`SELECT data, commit_id FROM blame WHERE path = ? AND content = ? ORDER BY seq DESC LIMIT 1`,
+		path, content[:]).Scan(&data, &commit)
+	if err != nil {
+		if isNoRows(err) {
+			return Ownership{}, object.Zero, false, nil
+		}
+		return Ownership{}, object.Zero, false, fmt.Errorf("blame %s: %w", path, err)
+	}
+	o, err := decodeOwnership(data)
+	if err != nil {
+		return o, object.Zero, false, fmt.Errorf("blame %s: %w", path, err)
+	}
+	id, _ := object.FromBytes(commit)
+	return o, id, true, nil
+}
+
+// FailAuditForTest makes AppendBlame fail until called with false: a
+// failure point for tests of the "commit stands, lines read unknown" rule.
+func (s *Store) FailAuditForTest(fail bool) { s.failAudit.Store(fail) }
