@@ -215,6 +215,10 @@ func (s *Store) loadMeta(ctx context.Context) error {
 	if version == 0 {
 		return fmt.Errorf("%w: no layerfs format version", ErrNotStore)
 	}
+	if version < FormatVersion {
+		return fmt.Errorf("%w: the Store has format %d and must be migrated to %d: open it once without read-only",
+			ErrUnsupported, version, FormatVersion)
+	}
 	rows, err := s.r.QueryContext(ctx, `SELECT key, value FROM meta`)
 	if err != nil {
 		return err

@@ -109,3 +109,34 @@ func TestParseDurability(t *testing.T) {
 		t.Error("ParseDurability accepted a bad name")
 	}
 }
+
+// TestOpenMigratesFormat1: a Store written at format 1 (before blame)
+// gains the blame table on open and keeps its objects.
+func TestOpenMigratesFormat1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.layerfs")
+	s, err := Open(path, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := putFlush(t, s, object.KindChunk, []byte("kept across the migration"))
+	for _, q := range []string{`DROP TABLE blame`, `PRAGMA user_version = 1`, `UPDATE meta SET value = '1' WHERE key = 'version'`} {
+		if _, err := s.w.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Meta("version") != "2" {
+		t.Errorf("meta version %q after migration", s.Meta("version"))
+	}
+	if _, _, _, err := s.Blame("x", id); err != nil {
+		t.Errorf("blame table after migration: %v", err)
+	}
+	if got, err := s.Get(id, object.KindChunk); err != nil || string(got) != "kept across the migration" {
+		t.Errorf("object after migration: %q %v", got, err)
+	}
+}
