@@ -101,7 +101,7 @@ func (d *differ) entry(ea, eb *store.Entry, dir string) error {
 		}
 		return nil
 	case ea.Type == store.TypeDir:
-		if !sameMeta(ea, eb) {
+		if !sameDirMeta(ea, eb) {
 			d.out = append(d.out, PathDiff{Path: p, Kind: Modified, Old: ea, New: eb})
 		}
 		return d.trees(ea.ID, eb.ID, p)
@@ -111,8 +111,8 @@ func (d *differ) entry(ea, eb *store.Entry, dir string) error {
 	return nil
 }
 
-// sameMeta compares a directory's own metadata, not its contents.
-func sameMeta(a, b *store.Entry) bool {
+// sameDirMeta compares a directory's own metadata, not its contents.
+func sameDirMeta(a, b *store.Entry) bool {
 	return a.Mode == b.Mode && a.UID == b.UID && a.GID == b.GID
 }
 

@@ -3,6 +3,7 @@ package publish
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/layerfs/layerfs/object"
@@ -216,20 +217,35 @@ func (g *gate) conflicts(base, head object.ID) ([]string, error) {
 		return nil, nil
 	}
 	var out []string
-	for _, p := range g.cs.Paths() {
-		fb, err := fingerprint(g.s, bc.Tree, p)
+	for i := range g.cs.Changes {
+		c := &g.cs.Changes[i]
+		fb, err := fingerprint(g.s, bc.Tree, c.Path)
 		if err != nil {
 			return nil, err
 		}
-		fh, err := fingerprint(g.s, hc.Tree, p)
+		fh, err := fingerprint(g.s, hc.Tree, c.Path)
 		if err != nil {
 			return nil, err
 		}
-		if fb != fh {
-			out = append(out, p)
+		if fb == fh {
+			continue
 		}
+		if metaOnly(c) && (!fh.Exists || fh.Type == store.TypeDir) {
+			// A directory made or kept, with its own metadata: what lies
+			// below it may change freely on both sides. Only head turning
+			// it into something else conflicts.
+			continue
+		}
+		out = append(out, c.Path)
 	}
+	sort.Strings(out)
 	return out, nil
+}
+
+// metaOnly reports whether c changes only a directory's own metadata,
+// keeping whatever it holds.
+func metaOnly(c *Change) bool {
+	return c.Entry != nil && c.Entry.Type == store.TypeDir && c.Entry.ID.IsZero() && !c.Opaque
 }
 
 // fingerprint of path p in tree root; a missing path (or one below a

@@ -44,7 +44,7 @@ func (r *FsckReport) Summary() string {
 	return fmt.Sprintf("checked %d objects (%d bytes): %s", r.Objects, r.Bytes, verdict)
 }
 
-// Fsck reads every object reachable from every branch and layer — whole
+// Fsck reads every object reachable from every branch, layer and lease — whole
 // histories, trees, extent nodes and chunks — and checks that each decodes
 // and hashes to its ID. Missing objects (dangling refs) and corrupt ones
 // are reported, not returned as errors; the error is for Fsck itself
@@ -65,6 +65,13 @@ func (s *Store) Fsck() (*FsckReport, error) {
 	}
 	for _, l := range ls {
 		f.layer(l)
+	}
+	leases, err := s.Leases()
+	if err != nil {
+		return nil, fmt.Errorf("fsck: %w", err)
+	}
+	for _, l := range leases {
+		f.commit(l.Commit, "lease "+l.ID)
 	}
 	return f.rep, nil
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"database/sql"
+	"fmt"
 	"errors"
 	"os"
 	"path/filepath"
@@ -119,7 +120,7 @@ func TestOpenMigratesFormat1(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := putFlush(t, s, object.KindChunk, []byte("kept across the migration"))
-	for _, q := range []string{`DROP TABLE blame`, `PRAGMA user_version = 1`, `UPDATE meta SET value = '1' WHERE key = 'version'`} {
+	for _, q := range []string{`DROP TABLE blame`, `DROP TABLE leases`, `PRAGMA user_version = 1`, `UPDATE meta SET value = '1' WHERE key = 'version'`} {
 		if _, err := s.w.Exec(q); err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +131,7 @@ func TestOpenMigratesFormat1(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if s.Meta("version") != "2" {
+	if s.Meta("version") != fmt.Sprint(FormatVersion) {
 		t.Errorf("meta version %q after migration", s.Meta("version"))
 	}
 	if _, _, _, err := s.Blame("x", id); err != nil {

@@ -122,3 +122,29 @@ func TestBranchNames(t *testing.T) {
 		}
 	}
 }
+
+func TestLeasesPinCommits(t *testing.T) {
+	s := NewTestStore(t)
+	c1 := testCommit(t, s, "one")
+	c2 := testCommit(t, s, "two", c1)
+	if err := s.SetLease("ws-1", "main", "host:1", c1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetLease("ws-1", "main", "host:1", c2); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := s.Leases()
+	if err != nil || len(ls) != 1 || ls[0].Commit != c2 || ls[0].Holder != "host:1" {
+		t.Fatalf("leases: %+v %v", ls, err)
+	}
+	rep, err := s.Fsck()
+	if err != nil || rep.Objects < 3 {
+		t.Errorf("fsck must walk leased commits: %+v %v", rep, err)
+	}
+	if err := s.DropLease("ws-1"); err != nil {
+		t.Fatal(err)
+	}
+	if ls, _ := s.Leases(); len(ls) != 0 {
+		t.Errorf("after drop: %+v", ls)
+	}
+}

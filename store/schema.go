@@ -9,7 +9,7 @@ import (
 
 // FormatVersion is the Store's on-disk format, kept in PRAGMA user_version
 // and in meta. Bump it with every schema change and add a migration.
-const FormatVersion = 2
+const FormatVersion = 3
 
 // schemaV1 creates a fresh Store. Objects and packs are append-only: the
 // triggers make SQLite itself refuse to rewrite history.
@@ -88,6 +88,17 @@ CREATE TABLE blame (
 	data      BLOB NOT NULL
 );
 CREATE INDEX blame_path_content ON blame(path, content);
+`,
+	// 3: leases, so every process sees which Commits Workspaces pin.
+	2: `
+CREATE TABLE leases (
+	id        TEXT PRIMARY KEY,
+	commit_id BLOB NOT NULL,
+	branch    TEXT NOT NULL,
+	holder    TEXT NOT NULL,
+	created   INTEGER NOT NULL,
+	updated   INTEGER NOT NULL
+);
 `,
 }
 

@@ -1,0 +1,263 @@
+package publish
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/layerfs/layerfs/extents"
+	"github.com/layerfs/layerfs/object"
+	"github.com/layerfs/layerfs/store"
+)
+
+// Overlayfs records deletions, opaque directories and renamed directories
+// in its upperdir with these (trusted.* needs root; LayerFS mounts as root).
+const (
+	xattrOpaque   = "trusted.overlay.opaque"
+	xattrRedirect = "trusted.overlay.redirect"
+	xattrWhiteout = "trusted.overlay.whiteout"
+)
+
+// Capture is what a walk of an upperdir found: a Changeset against the
+// Commit the overlay's lower layer shows, and the content it staged.
+type Capture struct {
+	Changes *Changeset
+	Content *store.Stage
+	// Receipt figures.
+	Paths       int   // paths captured as changes
+	BytesHashed int64 // file bytes read and hashed
+	Skipped     []string
+	Duration    time.Duration
+}
+
+// CaptureUpper walks upper — an overlayfs upperdir whose lower layer is
+// Commit base — and turns what it holds into changes: new and changed
+// files (only chunks that differ from what the Store holds become new
+// objects), symlinks, modes, mtimes, new directories, whiteouts (the 0/0
+// character device and the xattr form) as deletes, opaque directories, and
+// renamed directories (redirect_dir). Files copied up without a change are
+// left out. It reads only the upperdir, never the whole tree.
+func CaptureUpper(s *store.Store, upper string, base object.ID) (*Capture, error) {
+	start := time.Now()
+	c, err := s.Commit(base)
+	if err != nil {
+		return nil, fmt.Errorf("capture: base: %w", err)
+	}
+	cw := &capturer{s: s, root: c.Tree, cap: &Capture{Changes: &Changeset{Base: base}, Content: s.NewStage()}}
+	if err := cw.dir(upper, "", "", c.Tree); err != nil {
+		return nil, fmt.Errorf("capture %s: %w", upper, err)
+	}
+	cw.cap.Paths = len(cw.cap.Changes.Changes)
+	cw.cap.Duration = time.Since(start)
+	return cw.cap, nil
+}
+
+type capturer struct {
+	s    *store.Store
+	root object.ID
+	cap  *Capture
+}
+
+func (cw *capturer) add(c Change) {
+	cw.cap.Changes.Changes = append(cw.cap.Changes.Changes, c)
+}
+
+// dir captures upper directory abs at path, which shows the lower tree
+// found at lowerPath (zero: none; lowerPath differs from path below a
+// renamed directory).
+func (cw *capturer) dir(abs, path, lowerPath string, lower object.ID) error {
+	lt := &store.Tree{}
+	if !lower.IsZero() {
+		var err error
+		if lt, err = cw.s.Tree(lower); err != nil {
+			return err
+		}
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return err
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		var le *store.Entry
+		if e, ok := lt.Lookup(name); ok {
+			le = e
+		}
+		if err := cw.entry(filepath.Join(abs, name), joinPath(path, name), joinPath(lowerPath, name), le); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (cw *capturer) entry(abs, path, lowerPath string, lower *store.Entry) error {
+	name := lastName(path)
+	var st unix.Stat_t
+	if err := unix.Lstat(abs, &st); err != nil {
+		return fmt.Errorf("lstat %s: %w", path, err)
+	}
+	if err := store.CheckName(name); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	e := entryOf(name, &st)
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFCHR:
+		if st.Rdev == 0 {
+			return cw.whiteout(path, lower)
+		}
+	case unix.S_IFREG:
+		if st.Size == 0 && hasXattr(abs, xattrWhiteout) {
+			return cw.whiteout(path, lower)
+		}
+		return cw.file(abs, path, e, lower)
+	case unix.S_IFLNK:
+		return cw.symlink(abs, path, e, lower)
+	case unix.S_IFDIR:
+		return cw.directory(abs, path, lowerPath, e, lower)
+	}
+	cw.cap.Skipped = append(cw.cap.Skipped, path)
+	return nil
+}
+
+func entryOf(name string, st *unix.Stat_t) store.Entry {
+	return store.Entry{Name: name, Mode: st.Mode & 07777, UID: st.Uid, GID: st.Gid, MTime: st.Mtim.Nano()}
+}
+
+func (cw *capturer) whiteout(path string, lower *store.Entry) error {
+	if lower != nil {
+		cw.add(Change{Path: path})
+	}
+	return nil
+}
+
+func (cw *capturer) file(abs, path string, e store.Entry, lower *store.Entry) error {
+	e.Type = store.TypeFile
+	f, err := os.Open(abs)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if lower != nil && lower.Type == store.TypeFile && sameMeta(lower, &e) {
+		// Copied up, maybe unchanged: hash without storing and compare.
+		id, size, err := cw.hash(f)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if id == lower.ID && size == lower.Size {
+			return nil
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+	}
+	content, err := extents.Write(cw.cap.Content, f)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	cw.cap.BytesHashed += content.Size
+	e.ID, e.Size = content.ID, content.Size
+	cw.add(Change{Path: path, Entry: &e})
+	return nil
+}
+
+// sameMeta reports whether a lower entry and an upper one agree on
+// everything but content.
+func sameMeta(a, b *store.Entry) bool {
+	return a.Mode == b.Mode && a.UID == b.UID && a.GID == b.GID && a.MTime == b.MTime
+}
+
+func (cw *capturer) hash(r io.Reader) (object.ID, int64, error) {
+	f, err := extents.Write(hashOnly{}, r)
+	cw.cap.BytesHashed += f.Size
+	return f.ID, f.Size, err
+}
+
+func (cw *capturer) symlink(abs, path string, e store.Entry, lower *store.Entry) error {
+	target, err := os.Readlink(abs)
+	if err != nil {
+		return err
+	}
+	e.Type, e.Target, e.Size = store.TypeSymlink, target, int64(len(target))
+	if lower != nil && lower.Type == store.TypeSymlink && lower.Target == target && sameMeta(lower, &e) {
+		return nil
+	}
+	cw.add(Change{Path: path, Entry: &e})
+	return nil
+}
+
+func (cw *capturer) directory(abs, path, lowerPath string, e store.Entry, lower *store.Entry) error {
+	e.Type = store.TypeDir
+	if redirect := getXattr(abs, xattrRedirect); redirect != "" {
+		return cw.redirected(abs, path, lowerPath, e, redirect)
+	}
+	opaque := getXattr(abs, xattrOpaque) == "y"
+	if lower == nil || lower.Type != store.TypeDir || opaque {
+		cw.add(Change{Path: path, Entry: &e, Opaque: lower != nil})
+		return cw.dir(abs, path, "", object.Zero)
+	}
+	if e.Mode != lower.Mode || e.UID != lower.UID || e.GID != lower.GID || e.MTime != lower.MTime {
+		cw.add(Change{Path: path, Entry: &e}) // its own metadata; children as they are
+	}
+	return cw.dir(abs, path, lowerPath, lower.ID)
+}
+
+// redirected captures a directory renamed from another lower path: it
+// holds that directory's tree, with this upper directory's changes on top.
+// An absolute redirect names the lower path from the root; a relative one
+// a sibling in the lower parent.
+func (cw *capturer) redirected(abs, path, lowerPath string, e store.Entry, redirect string) error {
+	from := strings.TrimPrefix(redirect, "/")
+	if !strings.HasPrefix(redirect, "/") {
+		from = joinPath(parentPath(lowerPath), redirect)
+	}
+	src, err := cw.s.Lookup(cw.root, from)
+	if err != nil || src.Type != store.TypeDir {
+		return fmt.Errorf("%s: renamed from %s, which the lower layer lacks: %w", path, from, errors.Join(err, store.ErrCorrupt))
+	}
+	e.ID = src.ID
+	cw.add(Change{Path: path, Entry: &e, From: from})
+	return cw.dir(abs, path, from, src.ID)
+}
+
+func parentPath(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return ""
+}
+
+func getXattr(path, name string) string {
+	buf := make([]byte, 4096)
+	n, err := unix.Lgetxattr(path, name, buf)
+	if err != nil {
+		return ""
+	}
+	return string(buf[:n])
+}
+
+func hasXattr(path, name string) bool {
+	_, err := unix.Lgetxattr(path, name, nil)
+	return err == nil
+}
+
+// hashOnly is an extents.Store that names objects without keeping them:
+// capture uses it to tell whether a copied-up file changed.
+type hashOnly struct{}
+
+func (hashOnly) PutChunk(data []byte, _ object.ID) (object.ID, error) {
+	return object.Sum(object.KindChunk, data), nil
+}
+func (hashOnly) PutNode(data []byte) (object.ID, error) { return object.Sum(object.KindExtent, data), nil }
+func (hashOnly) Get(object.ID, object.Kind) ([]byte, error) {
+	return nil, errors.New("hash-only store holds nothing")
+}
