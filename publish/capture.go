@@ -257,7 +257,9 @@ type hashOnly struct{}
 func (hashOnly) PutChunk(data []byte, _ object.ID) (object.ID, error) {
 	return object.Sum(object.KindChunk, data), nil
 }
-func (hashOnly) PutNode(data []byte) (object.ID, error) { return object.Sum(object.KindExtent, data), nil }
+func (hashOnly) PutNode(data []byte) (object.ID, error) {
+	return object.Sum(object.KindExtent, data), nil
+}
 func (hashOnly) Get(object.ID, object.Kind) ([]byte, error) {
 	return nil, errors.New("hash-only store holds nothing")
 }

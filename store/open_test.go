@@ -2,8 +2,8 @@ package store
 
 import (
 	"database/sql"
-	"fmt"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
