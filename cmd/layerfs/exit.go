@@ -13,7 +13,7 @@ const (
 	exitError       = 1 // anything not listed below
 	exitUsage       = 2 // bad flags or arguments
 	exitNotFound    = 3 // unknown ref, branch, path or Store
-	exitConflict    = 4 // already exists, ambiguous, ref moved
+	exitConflict    = 4 // a file call's Conflict, already exists, ambiguous, ref moved
 	exitCorrupt     = 5 // the Store is damaged (fsck found problems)
 	exitUnsupported = 6 // Store on an unsupported filesystem, or a newer format
 )
@@ -25,7 +25,15 @@ var exitCodes = []struct {
 	{errUsage, exitUsage},
 	{store.ErrBadName, exitUsage},
 	{store.ErrBadPath, exitUsage},
+	{layerfs.ErrIsDir, exitUsage},
+	{layerfs.ErrNotDir, exitUsage},
+	{layerfs.ErrBinary, exitUsage},
+	{layerfs.ErrReadOnlyFS, exitUsage},
 	{store.ErrNotFound, exitNotFound},
+	{layerfs.ErrNoMatch, exitNotFound},
+	{errConflict, exitConflict},
+	{layerfs.ErrManyMatch, exitConflict},
+	{layerfs.ErrExists, exitConflict},
 	{store.ErrExists, exitConflict},
 	{store.ErrAmbiguous, exitConflict},
 	{store.ErrStale, exitConflict},
@@ -39,8 +47,9 @@ var exitCodes = []struct {
 }
 
 var (
-	errUsage   = errors.New("usage")
-	errUnsound = errors.New("the Store is not sound")
+	errUsage    = errors.New("usage")
+	errUnsound  = errors.New("the Store is not sound")
+	errConflict = errors.New("conflict")
 )
 
 func exitCode(err error) int {

@@ -17,6 +17,7 @@ type command struct {
 	help    string // what it does, in a paragraph or two
 	flags   func(c *cli)
 	run     func(c *cli, args []string) error
+	verbs   map[string]*command // subcommands ("fs read"), each with its own flags
 }
 
 var commands = map[string]*command{}
@@ -38,6 +39,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "layerfs: unknown command %q; run layerfs --help\n", args[0])
 		return exitUsage
 	}
+	cmd, args = verb(cmd, args)
 	c := newCLI(cmd, stdout, stderr)
 	rest, err := c.parse(args[1:])
 	if err != nil {
@@ -48,6 +50,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	return c.fail(cmd.run(c, rest))
+}
+
+// verb picks a command's subcommand when the next argument names one.
+func verb(cmd *command, args []string) (*command, []string) {
+	if len(args) > 1 {
+		if v, ok := cmd.verbs[args[1]]; ok {
+			return v, args[1:]
+		}
+	}
+	return cmd, args
 }
 
 func isHelp(a string) bool { return a == "-h" || a == "--help" || a == "help" }

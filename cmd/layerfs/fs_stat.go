@@ -1,0 +1,49 @@
+package main
+
+import (
+	"fmt"
+	"io/fs"
+	"time"
+)
+
+func init() {
+	registerFS(&command{
+		name:    "stat",
+		args:    "[REF:]PATH",
+		summary: "describe one path: type, mode, size, mtime, id",
+		help: `Prints the entry at PATH ('.' is the root). --json adds the commit read, for a
+later call's --base.` + "\n" + fsTargetHelp,
+		flags: func(c *cli) { c.jsonFlag() },
+		run:   runFSStat,
+	})
+}
+
+type statJSON struct {
+	fileJSON
+	Commit string `json:"commit"`
+}
+
+func runFSStat(c *cli, args []string) error {
+	if err := c.want(args, 1, 1); err != nil {
+		return err
+	}
+	ref, path := splitTarget(args[0])
+	f, err := openFS(c, ref)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat(path)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(statJSON{toFileJSON(&fi), f.Base().String()})
+	}
+	name := fi.Path
+	if fi.Target != "" {
+		name += " -> " + fi.Target
+	}
+	fmt.Fprintf(c.out, "%s %s %s %d:%d %s %s %s\n", fi.Kind, fs.FileMode(fi.Mode&0o777), fmtSize(&fi), fi.UID, fi.GID,
+		fi.MTime.UTC().Format(time.RFC3339), fi.ID.Short(), name)
+	return nil
+}
