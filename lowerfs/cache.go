@@ -43,7 +43,7 @@ type cacheLoad struct {
 }
 
 type cacheCounters struct {
-	hits, misses, evictions, prefetched, dropped atomic.Int64
+	hits, misses, evictions, prefetched atomic.Int64
 }
 
 // CacheStats counts what a Cache did.
@@ -53,7 +53,6 @@ type CacheStats struct {
 	Hits, Misses    int64 // lookups served from memory / loaded from the Store
 	Evictions       int64
 	Prefetched      int64 // objects loaded by read-ahead
-	Dropped         int64 // read-ahead requests dropped on a full queue
 }
 
 // NewCache returns a Cache holding up to maxBytes of decoded objects, with
@@ -84,7 +83,6 @@ func (c *Cache) Stats() CacheStats {
 		Bytes: bytes, MaxBytes: c.max, Items: items,
 		Hits: c.stats.hits.Load(), Misses: c.stats.misses.Load(),
 		Evictions: c.stats.evictions.Load(), Prefetched: c.stats.prefetched.Load(),
-		Dropped: c.stats.dropped.Load(),
 	}
 }
 
@@ -111,21 +109,42 @@ func (c *Cache) get(id object.ID, fn loadFunc) (any, error) {
 	c.inflight[id] = l
 	c.mu.Unlock()
 	c.stats.misses.Add(1)
-	return c.finish(id, l, fn)
+	val, cost, err := fn()
+	c.publish(id, l, val, cost, err)
+	return val, err
 }
 
-// finish runs a load and publishes its result to waiters and the cache.
-func (c *Cache) finish(id object.ID, l *cacheLoad, fn loadFunc) (any, error) {
-	var cost int64
-	l.val, cost, l.err = fn()
+// claim registers loads for those of ids that are neither cached nor being
+// loaded, and returns them in order: the caller must publish each.
+func (c *Cache) claim(ids []object.ID) ([]object.ID, map[object.ID]*cacheLoad) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var todo []object.ID
+	loads := map[object.ID]*cacheLoad{}
+	for _, id := range ids {
+		_, cached := c.items[id]
+		_, loading := c.inflight[id]
+		if !cached && !loading {
+			todo = append(todo, id)
+			loads[id] = &cacheLoad{done: make(chan struct{})}
+			c.inflight[id] = loads[id]
+		}
+	}
+	c.stats.misses.Add(int64(len(todo)))
+	return todo, loads
+}
+
+// publish ends a load: waiters get its result, and the cache keeps a
+// success.
+func (c *Cache) publish(id object.ID, l *cacheLoad, val any, cost int64, err error) {
+	l.val, l.err = val, err
 	c.mu.Lock()
 	delete(c.inflight, id)
-	if l.err == nil {
-		c.insert(id, l.val, cost)
+	if err == nil {
+		c.insert(id, val, cost)
 	}
 	c.mu.Unlock()
 	close(l.done)
-	return l.val, l.err
 }
 
 // has reports whether id is cached or being loaded.

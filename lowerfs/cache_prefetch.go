@@ -6,24 +6,32 @@ import (
 	"github.com/layerfs/layerfs/object"
 )
 
-// prefetchQueue bounds the read-ahead requests waiting for a worker: about
-// 16 MiB of average chunks.
-const prefetchQueue = 1024
+// Read-ahead requests are batches of up to prefetchBatch chunks, read in
+// one Store call; prefetchQueue bounds the batches waiting for a worker
+// (about 64 MiB of average chunks). A full queue makes the reader that
+// asks for more wait.
+const (
+	prefetchBatch = 16
+	prefetchQueue = 256
+)
 
 // prefetcher loads objects into a Cache in the background.
 type prefetcher struct {
 	c    *Cache
 	jobs chan prefetchJob
 
-	mu     sync.Mutex // guards closed against sends on a closed channel
+	mu     sync.Mutex // held while sending, so close never closes jobs under a sender
 	closed bool
 	wg     sync.WaitGroup
 }
 
+// prefetchJob is a batch of claimed loads: readers that need one of them
+// wait for the worker instead of loading it again.
 type prefetchJob struct {
-	g  *getter
-	id object.ID
-	k  object.Kind
+	g     *getter
+	ids   []object.ID
+	loads map[object.ID]*cacheLoad
+	k     object.Kind
 }
 
 func newPrefetcher(c *Cache, workers int) *prefetcher {
@@ -38,32 +46,20 @@ func newPrefetcher(c *Cache, workers int) *prefetcher {
 func (p *prefetcher) work() {
 	defer p.wg.Done()
 	for j := range p.jobs {
-		if p.c.has(j.id) {
-			continue
-		}
-		// Errors are not cached: the reader meets them again and reports
-		// them with its path.
-		if _, err := j.g.Get(j.id, j.k); err == nil {
-			p.c.stats.prefetched.Add(1)
-		}
+		p.c.stats.prefetched.Add(int64(j.g.loadClaimed(j.ids, j.loads, j.k)))
 	}
 }
 
-// add queues a load unless the object is already cached or loading. It
-// never blocks: on a full queue the request is dropped.
-func (p *prefetcher) add(g *getter, id object.ID, k object.Kind) {
-	if p.c.has(id) {
-		return
-	}
+// add claims those of ids that are neither cached nor loading and queues
+// their load, waiting while the queue is full.
+func (p *prefetcher) add(g *getter, ids []object.ID, k object.Kind) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return
 	}
-	select {
-	case p.jobs <- prefetchJob{g: g, id: id, k: k}:
-	default:
-		p.c.stats.dropped.Add(1)
+	if todo, loads := p.c.claim(ids); len(todo) > 0 {
+		p.jobs <- prefetchJob{g: g, ids: todo, loads: loads, k: k}
 	}
 }
 

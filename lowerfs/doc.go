@@ -25,8 +25,13 @@
 // the background by the Cache's workers, one per core. A read of several
 // chunks also hands all but its first chunk to the workers, so one large
 // request is served by every core. A read elsewhere resets the window.
-// Prefetching is best effort: when the queue is full, requests are dropped
-// and the reader loads what it needs itself.
+//
+// Prefetched chunks are claimed in the Cache when they are queued, so a
+// reader that needs one waits for the worker rather than loading it a
+// second time, and they are read in batches: a Store that offers GetMany
+// (BatchStore) reads a run of chunks in one query, which costs far less
+// than a query per chunk. A full queue makes the reader that adds to it
+// wait, which bounds the memory read-ahead can claim.
 //
 // # Errors
 //

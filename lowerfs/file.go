@@ -57,14 +57,21 @@ func (f *File) prefetch(off, n int64) {
 	if to <= from {
 		return
 	}
-	pre := f.v.g.c.pre
+	c := f.v.g.c
+	var batch []object.ID
 	for e, err := range f.r.Extents(from, to-from) {
 		if err != nil {
-			return // the read itself reports it
+			break // the read itself reports it
 		}
 		if e.Off <= off && off < e.End() {
 			continue // the reader loads the chunk it starts in
 		}
-		pre.add(f.v.g, e.Chunk, object.KindChunk)
+		if batch = append(batch, e.Chunk); len(batch) == prefetchBatch {
+			c.pre.add(f.v.g, batch, object.KindChunk)
+			batch = nil
+		}
+	}
+	if len(batch) > 0 {
+		c.pre.add(f.v.g, batch, object.KindChunk)
 	}
 }

@@ -15,6 +15,13 @@ type Store interface {
 	Get(id object.ID, k object.Kind) ([]byte, error)
 }
 
+// BatchStore is a Store that reads several objects in one call, which
+// read-ahead uses when the Store offers it: one query for a run of chunks
+// costs far less than one query each. *store.Store implements it.
+type BatchStore interface {
+	GetMany(ids []object.ID, k object.Kind, fn func(id object.ID, data []byte, err error)) error
+}
+
 // itemOverhead approximates what the cache's bookkeeping costs per object.
 const itemOverhead = 128
 
@@ -42,6 +49,40 @@ func (g *getter) Get(id object.ID, k object.Kind) ([]byte, error) {
 		return nil, err
 	}
 	return v.([]byte), nil
+}
+
+// loadClaimed loads objects claimed in the cache (see Cache.claim) and
+// publishes each, with one Store call when the Store can batch. It
+// returns how many loaded. Errors are not cached: a reader meets them
+// again and reports them with its path.
+func (g *getter) loadClaimed(ids []object.ID, loads map[object.ID]*cacheLoad, k object.Kind) int {
+	n := 0
+	publish := func(id object.ID, data []byte, err error) {
+		l, ok := loads[id]
+		if !ok {
+			return
+		}
+		delete(loads, id)
+		if err != nil {
+			g.c.publish(id, l, nil, 0, &ObjectError{Kind: k, ID: id, Err: err})
+			return
+		}
+		g.c.publish(id, l, data, int64(len(data))+itemOverhead, nil)
+		n++
+	}
+	var err error
+	if bs, ok := g.s.(BatchStore); ok {
+		err = bs.GetMany(ids, k, publish)
+	} else {
+		for _, id := range ids {
+			data, err := g.s.Get(id, k)
+			publish(id, data, err)
+		}
+	}
+	for id := range loads { // never reported: the call failed as a whole
+		publish(id, nil, fmt.Errorf("batch read: %w", err))
+	}
+	return n
 }
 
 // tree returns a decoded tree.
