@@ -1,0 +1,39 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/layerfs/layerfs/fusefs"
+	"github.com/layerfs/layerfs/store"
+)
+
+var umountFlags struct {
+	lazy bool
+}
+
+func init() {
+	register(&command{
+		name:    "umount",
+		args:    "MOUNTPOINT",
+		summary: "unmount a layerfs mount",
+		help: `Unmounts the layerfs mount at MOUNTPOINT; its server then exits. A mount
+still in use fails with "device or resource busy" unless --lazy, which
+detaches it at once and lets it go when its last user does.`,
+		flags: func(c *cli) {
+			c.fs.BoolVar(&umountFlags.lazy, "lazy", false, "detach now, even while in use")
+		},
+		run: runUmount,
+	})
+}
+
+func runUmount(c *cli, args []string) error {
+	if err := c.want(args, 1, 1); err != nil {
+		return err
+	}
+	err := fusefs.Unmount(args[0], umountFlags.lazy)
+	if errors.Is(err, fusefs.ErrNotMounted) {
+		return fmt.Errorf("%w: %w", store.ErrNotFound, err)
+	}
+	return err
+}

@@ -1,0 +1,236 @@
+package fusefs
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/layerfs/layerfs/object"
+	"github.com/layerfs/layerfs/store"
+)
+
+// maxRead is the largest READ request: 1 MiB, 256 pages, the most Linux
+// grants by default.
+const maxRead = 1 << 20
+
+// Config says what to mount where.
+type Config struct {
+	// Store serves the mount; it must stay open until the Server is done.
+	Store *store.Store
+	// Commit is what a single-ref mount shows. Ignored with
+	// Options.AllCommits.
+	Commit object.ID
+	// Mountpoint is an existing directory.
+	Mountpoint string
+	// Source is the mount's source in /proc/mounts, e.g. "/p.layerfs#main".
+	Source  string
+	Options Options
+	// Logger receives damage reports (EIO) and lifecycle messages; nil
+	// means the standard logger.
+	Logger *log.Logger
+}
+
+// Server is a mounted, serving filesystem.
+type Server struct {
+	srv  *fuse.Server
+	fsys *fileSystem
+	mnt  string
+	log  *log.Logger
+	done chan struct{}
+}
+
+// Mount mounts cfg's Commit (or all Commits) read-only at cfg.Mountpoint
+// and serves it until unmounted. A stale mount left there by a server that
+// died is detached first; a live layerfs mount there is ErrMounted.
+func Mount(cfg Config) (*Server, error) {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = log.Default()
+	}
+	mnt, err := filepath.Abs(cfg.Mountpoint)
+	if err != nil {
+		return nil, fmt.Errorf("mount at %s: %w", cfg.Mountpoint, err)
+	}
+	if err := prepareMountpoint(mnt, logger); err != nil {
+		return nil, fmt.Errorf("mount at %s: %w", mnt, err)
+	}
+	fsys := newFileSystem(cfg.Store, cfg.Options, logger)
+	root, err := newRoot(fsys, cfg)
+	if err != nil {
+		fsys.close()
+		return nil, fmt.Errorf("mount at %s: %w", mnt, err)
+	}
+	srv, err := serveFUSE(mnt, root, fsOptions(cfg, logger))
+	if err != nil {
+		fsys.close()
+		return nil, fmt.Errorf("mount at %s: %w", mnt, err)
+	}
+	tuneReadAhead(mnt)
+	s := &Server{srv: srv, fsys: fsys, mnt: mnt, log: logger, done: make(chan struct{})}
+	go s.serve()
+	return s, nil
+}
+
+func (s *Server) serve() {
+	s.srv.Wait()
+	s.fsys.close()
+	close(s.done)
+}
+
+// serveFUSE mounts root at mnt and starts serving it, as fs.Mount does,
+// with OPENDIR handled by noOpendir.
+func serveFUSE(mnt string, root fs.InodeEmbedder, opts *fs.Options) (*fuse.Server, error) {
+	raw := &noOpendir{RawFileSystem: fs.NewNodeFS(root, opts)}
+	srv, err := fuse.NewServer(raw, mnt, &opts.MountOptions)
+	if err != nil {
+		return nil, err
+	}
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
+		srv.Unmount()
+		return nil, err
+	}
+	return srv, nil
+}
+
+func newRoot(fsys *fileSystem, cfg Config) (fs.InodeEmbedder, error) {
+	if cfg.Options.AllCommits {
+		return &commitsRoot{fsys: fsys}, nil
+	}
+	v, err := fsys.view(cfg.Commit)
+	if err != nil {
+		return nil, err
+	}
+	return newCommitDir(fsys, v), nil
+}
+
+// fsOptions sets up go-fuse for immutable content; see the package doc.
+func fsOptions(cfg Config, logger *log.Logger) *fs.Options {
+	ttl := cfg.Options.entryTimeout()
+	return &fs.Options{
+		MountOptions: fuse.MountOptions{
+			FsName:               cfg.Source,
+			Name:                 "layerfs",
+			DirectMount:          true,
+			DirectMountStrict:    true,
+			DirectMountFlags:     syscall.MS_RDONLY | syscall.MS_NOSUID | syscall.MS_NODEV,
+			Options:              append([]string{"default_permissions"}, cfg.Options.MountFlags...),
+			AllowOther:           cfg.Options.AllowOther,
+			MaxWrite:             maxRead,
+			MaxBackground:        64,
+			DisableXAttrs:        true,
+			IgnoreSecurityLabels: true,
+			EnableSymlinkCaching: true,
+			Debug:                cfg.Options.Debug,
+			Logger:               logger,
+		},
+		EntryTimeout:    &ttl,
+		AttrTimeout:     &ttl,
+		NegativeTimeout: &ttl,
+		NullPermissions: true,
+		RootStableAttr:  &fs.StableAttr{Ino: 1},
+		Logger:          logger,
+	}
+}
+
+// Mountpoint is the absolute path mounted.
+func (s *Server) Mountpoint() string { return s.mnt }
+
+// Done is closed once the filesystem is unmounted and no longer served.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Wait blocks until the filesystem is unmounted, by Unmount or from outside.
+func (s *Server) Wait() { <-s.done }
+
+// Unmount unmounts and waits until serving stops. While files are in use
+// (EBUSY) it detaches the mount lazily instead: it disappears from the
+// namespace at once, and serving stops when the last user lets go.
+func (s *Server) Unmount() error {
+	err := s.srv.Unmount()
+	if errors.Is(err, syscall.EBUSY) {
+		s.log.Printf("%s is busy: detaching it; it goes away when its last user does", s.mnt)
+		err = unix.Unmount(s.mnt, unix.MNT_DETACH)
+	}
+	if err != nil {
+		select {
+		case <-s.done: // unmounted from outside meanwhile
+			return nil
+		default:
+		}
+		return fmt.Errorf("unmount %s: %w", s.mnt, err)
+	}
+	<-s.done
+	return nil
+}
+
+// prepareMountpoint detaches a stale mount at mnt — one whose server died,
+// so the kernel answers ENOTCONN — and refuses a live layerfs mount.
+func prepareMountpoint(mnt string, logger *log.Logger) error {
+	var st unix.Stat_t
+	err := unix.Stat(mnt, &st)
+	if errors.Is(err, unix.ENOTCONN) || errors.Is(err, unix.ECONNABORTED) {
+		if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
+			return fmt.Errorf("detach stale mount: %w", err)
+		}
+		logger.Printf("detached a stale mount at %s left by a server that died", mnt)
+		err = unix.Stat(mnt, &st)
+	}
+	if err != nil {
+		return &os.PathError{Op: "stat", Path: mnt, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return &os.PathError{Op: "mount", Path: mnt, Err: unix.ENOTDIR}
+	}
+	if m, ok := mountAt(mnt); ok && m.FSType == fsType {
+		return fmt.Errorf("%w: %s is served from %s", ErrMounted, mnt, m.Source)
+	}
+	return nil
+}
+
+// tuneReadAhead raises the kernel's read-ahead for the mount to what one
+// READ can carry, so sequential reads arrive as few large requests. It is
+// best effort: without root or sysfs nothing changes.
+func tuneReadAhead(mnt string) {
+	var st unix.Stat_t
+	if unix.Stat(mnt, &st) != nil {
+		return
+	}
+	p := fmt.Sprintf("/sys/class/bdi/%d:%d/read_ahead_kb", unix.Major(st.Dev), unix.Minor(st.Dev))
+	os.WriteFile(p, []byte(fmt.Sprint(4*maxRead>>10)), 0)
+}
+
+// Unmount unmounts the layerfs mount at mountpoint, lazily when lazy is
+// set (it then goes away when its last user does). A path that is not a
+// layerfs mount is ErrNotMounted.
+func Unmount(mountpoint string, lazy bool) error {
+	mnt, err := filepath.Abs(mountpoint)
+	if err != nil {
+		return err
+	}
+	if m, ok := mountAt(mnt); !ok || m.FSType != fsType {
+		return fmt.Errorf("unmount %s: %w", mnt, ErrNotMounted)
+	}
+	flags := 0
+	if lazy {
+		flags = unix.MNT_DETACH
+	}
+	for try := 0; ; try++ {
+		err = unix.Unmount(mnt, flags)
+		if !errors.Is(err, unix.EBUSY) || try == 3 {
+			break
+		}
+		time.Sleep(time.Duration(try+1) * 20 * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("unmount %s: %w", mnt, err)
+	}
+	return nil
+}

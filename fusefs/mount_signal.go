@@ -1,0 +1,35 @@
+package fusefs
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// ServeUntilSignal serves until the mount is unmounted from outside or the
+// process gets SIGINT or SIGTERM, which unmount it (lazily when it is in
+// use). A second signal stops waiting: the mount is detached and the call
+// returns at once.
+func (s *Server) ServeUntilSignal() error {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	select {
+	case <-s.done:
+		return nil
+	case sig := <-sigs:
+		s.log.Printf("%s: unmounting %s", sig, s.mnt)
+	}
+	unmounted := make(chan error, 1)
+	go func() { unmounted <- s.Unmount() }()
+	select {
+	case err := <-unmounted:
+		return err
+	case sig := <-sigs:
+		s.log.Printf("%s again: detaching %s without waiting", sig, s.mnt)
+		unix.Unmount(s.mnt, unix.MNT_DETACH)
+		return nil
+	}
+}

@@ -1,0 +1,74 @@
+package fusefs
+
+import (
+	"context"
+	"io"
+	"sync"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/layerfs/layerfs/lowerfs"
+	"github.com/layerfs/layerfs/store"
+)
+
+// fileNode is a regular file. It has no open files: Open answers ENOSYS,
+// the kernel stops sending OPEN, FLUSH and RELEASE, and reads carry no
+// handle. Read-ahead state therefore lives in the node, shared by all its
+// readers.
+type fileNode struct {
+	fs.Inode
+	readOnly
+	fsys *fileSystem
+	view *lowerfs.View
+	e    store.Entry
+
+	once sync.Once
+	f    *lowerfs.File
+	ferr error
+}
+
+var (
+	_ = (fs.NodeGetattrer)((*fileNode)(nil))
+	_ = (fs.NodeOpener)((*fileNode)(nil))
+	_ = (fs.NodeReader)((*fileNode)(nil))
+	_ = (fs.NodeFlusher)((*fileNode)(nil))
+	_ = (fs.NodeOnForgetter)((*fileNode)(nil))
+)
+
+func (n *fileNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	fillAttr(&out.Attr, &n.e, n.StableAttr().Ino)
+	out.SetTimeout(n.fsys.opts.entryTimeout())
+	return 0
+}
+
+// Open answers ENOSYS: the kernel then serves every later open of any file
+// of this mount itself (no-open mode) and keeps page caches across opens.
+func (n *fileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	return nil, 0, syscall.ENOSYS
+}
+
+// Flush answers ENOSYS, so the kernel stops sending FLUSH on close.
+func (n *fileNode) Flush(ctx context.Context, f fs.FileHandle) syscall.Errno {
+	return syscall.ENOSYS
+}
+
+func (n *fileNode) Read(ctx context.Context, f fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	file, err := n.file()
+	k := 0
+	if err == nil {
+		k, err = file.ReadAt(dest, off)
+	}
+	if err != nil && err != io.EOF {
+		return nil, n.fsys.errno(err, n.EmbeddedInode(), "")
+	}
+	return fuse.ReadResultData(dest[:k]), 0
+}
+
+func (n *fileNode) OnForget() { n.fsys.inos.forget(n.StableAttr().Ino) }
+
+func (n *fileNode) file() (*lowerfs.File, error) {
+	n.once.Do(func() { n.f, n.ferr = n.view.OpenFile(n.e) })
+	return n.f, n.ferr
+}
