@@ -1,0 +1,5 @@
+//go:build !race
+
+package layerfs
+
+const raceEnabled = false
