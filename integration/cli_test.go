@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// layerfs runs the CLI binary and fails the test on a non-zero exit.
-func layerfs(t *testing.T, args ...string) string {
+// runLayerfs runs the CLI binary and fails the test on a non-zero exit.
+func runLayerfs(t *testing.T, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(layerfsBin, args...)
 	var stderr bytes.Buffer

@@ -44,12 +44,24 @@ type Capture struct {
 // renamed directories (redirect_dir). Files copied up without a change are
 // left out. It reads only the upperdir, never the whole tree.
 func CaptureUpper(s *store.Store, upper string, base object.ID) (*Capture, error) {
+	stage := s.NewStage()
+	return capture(s, upper, base, stage, stage)
+}
+
+// CaptureUpperDry finds the same changes as CaptureUpper but stores
+// nothing: it answers "what is uncommitted?". Its Content is nil, and its
+// Changes must not be published.
+func CaptureUpperDry(s *store.Store, upper string, base object.ID) (*Capture, error) {
+	return capture(s, upper, base, hashOnly{}, nil)
+}
+
+func capture(s *store.Store, upper string, base object.ID, content extents.Store, stage *store.Stage) (*Capture, error) {
 	start := time.Now()
 	c, err := s.Commit(base)
 	if err != nil {
 		return nil, fmt.Errorf("capture: base: %w", err)
 	}
-	cw := &capturer{s: s, root: c.Tree, cap: &Capture{Changes: &Changeset{Base: base}, Content: s.NewStage()}}
+	cw := &capturer{s: s, root: c.Tree, content: content, cap: &Capture{Changes: &Changeset{Base: base}, Content: stage}}
 	if err := cw.dir(upper, "", "", c.Tree); err != nil {
 		return nil, fmt.Errorf("capture %s: %w", upper, err)
 	}
@@ -59,9 +71,10 @@ func CaptureUpper(s *store.Store, upper string, base object.ID) (*Capture, error
 }
 
 type capturer struct {
-	s    *store.Store
-	root object.ID
-	cap  *Capture
+	s       *store.Store
+	root    object.ID
+	content extents.Store // where file content goes: a Stage, or nowhere
+	cap     *Capture
 }
 
 func (cw *capturer) add(c Change) {
@@ -160,7 +173,7 @@ func (cw *capturer) file(abs, path string, e store.Entry, lower *store.Entry) er
 			return err
 		}
 	}
-	content, err := extents.Write(cw.cap.Content, f)
+	content, err := extents.Write(cw.content, f)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

@@ -20,6 +20,12 @@ type Stage struct {
 	stats BatchStats
 }
 
+// stageSpill is how many stored bytes a Stage holds in memory before it
+// writes them as packs of their own: a capture of big files must not hold
+// them all in memory. Objects spilled for a publish that then conflicts
+// stay in the Store, where a retry finds them.
+const stageSpill = 64 << 20
+
 // NewStage starts an empty Stage.
 func (s *Store) NewStage() *Stage {
 	return &Stage{s: s, objs: map[object.ID]*pendingObject{}}
@@ -59,11 +65,15 @@ func (st *Stage) put(k object.Kind, raw []byte, base object.ID) (object.ID, erro
 	}
 	o := st.s.encode(id, k, raw, base, st.lookupPending)
 	st.mu.Lock()
-	defer st.mu.Unlock()
 	if _, dup := st.objs[id]; !dup {
 		st.objs[id] = o
 		st.order = append(st.order, o)
 		st.bytes += len(o.data)
+	}
+	spill := st.bytes >= stageSpill
+	st.mu.Unlock()
+	if spill {
+		return id, st.Flush()
 	}
 	return id, nil
 }

@@ -41,10 +41,14 @@ func newCLI(cmd *command, stdout, stderr io.Writer) *cli {
 // jsonFlag adds --json to a command.
 func (c *cli) jsonFlag() { c.fs.BoolVar(&c.json, "json", false, "print JSON for scripts") }
 
-// parse reads flags anywhere among the arguments, like most CLIs do.
+// parse reads flags anywhere among the arguments, like most CLIs do;
+// everything after "--" is positional.
 func (c *cli) parse(args []string) ([]string, error) {
 	var pos []string
 	for {
+		if len(args) > 0 && args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
 		if err := c.fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				c.help = true
@@ -52,15 +56,15 @@ func (c *cli) parse(args []string) ([]string, error) {
 			}
 			return nil, fmt.Errorf("%w: %v", errUsage, err)
 		}
-		args = c.fs.Args()
-		if len(args) == 0 {
+		rest := c.fs.Args()
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil // the flag package ate the "--"
+		}
+		if len(rest) == 0 {
 			return pos, nil
 		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
+		pos = append(pos, rest[0])
+		args = rest[1:]
 	}
 }
 
@@ -102,6 +106,10 @@ func (c *cli) fail(err error) int {
 	}
 	if err == nil {
 		return exitOK
+	}
+	var status *exitStatus
+	if errors.As(err, &status) {
+		return status.code // a command's own exit status, passed through
 	}
 	fmt.Fprintf(c.errOut, "layerfs %s: %v\n", c.cmd.name, err)
 	return exitCode(err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/layerfs/layerfs"
+	"github.com/layerfs/layerfs/api"
 	"github.com/layerfs/layerfs/store"
 )
 
@@ -56,10 +57,26 @@ func exitCode(err error) int {
 	if err == nil {
 		return exitOK
 	}
+	var apiErr *layerfs.APIError
+	if errors.As(err, &apiErr) {
+		if code, ok := apiExitCodes[apiErr.Code]; ok {
+			return code
+		}
+		return exitError
+	}
 	for _, e := range exitCodes {
 		if errors.Is(err, e.err) {
 			return e.code
 		}
 	}
 	return exitError
+}
+
+// apiExitCodes maps the daemon's error codes to exit codes.
+var apiExitCodes = map[string]int{
+	api.CodeBadRequest: exitUsage,
+	api.CodeNotFound:   exitNotFound,
+	api.CodeDirty:      exitConflict,
+	api.CodeConflict:   exitConflict,
+	api.CodeCap:        exitConflict,
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"sort"
+
+	"github.com/layerfs/layerfs/sessions"
 )
 
 // command is one subcommand. Each lives in its own file.
@@ -25,6 +27,9 @@ var commands = map[string]*command{}
 func register(c *command) { commands[c.name] = c }
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == sessions.HolderArg {
+		os.Exit(sessions.HolderMain()) // a Workspace's namespace holder
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -1,0 +1,128 @@
+package api
+
+import "time"
+
+// CreateRequest asks for a Workspace of a branch.
+type CreateRequest struct {
+	// Branch to lease; default "main".
+	Branch string `json:"branch,omitempty"`
+	// Path is where the Workspace appears inside the private mount
+	// namespace commands run in; default DefaultPath.
+	Path string `json:"path,omitempty"`
+}
+
+// DefaultPath is where a Workspace appears to the commands run in it.
+const DefaultPath = "/workspace"
+
+// Workspace describes one Workspace.
+type Workspace struct {
+	ID     string `json:"id"`
+	Branch string `json:"branch"`
+	// Lease is the Commit its lower layer shows (full hex id).
+	Lease string `json:"lease"`
+	// Path inside exec's mount namespace; HostPath where tools outside see it.
+	Path     string    `json:"path"`
+	HostPath string    `json:"host_path"`
+	Created  time.Time `json:"created"`
+	Commits  int       `json:"commits"`
+	// Pending lists uncommitted changed paths (inspect only).
+	Pending []string `json:"pending,omitempty"`
+}
+
+// ExecRequest runs one command in a Workspace.
+type ExecRequest struct {
+	Argv []string `json:"argv"`
+	// Env replaces the environment when set (KEY=VALUE); unset: the
+	// daemon's own environment.
+	Env []string `json:"env,omitempty"`
+	// Cwd is relative to the Workspace root, or absolute inside the
+	// namespace; default the Workspace root.
+	Cwd   string `json:"cwd,omitempty"`
+	Stdin string `json:"stdin,omitempty"`
+	// TimeoutMS kills the command's process group after this long; 0: none.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// IsolateNetwork runs the command in the Workspace's own network
+	// namespace, which has only loopback.
+	IsolateNetwork bool `json:"isolate_network,omitempty"`
+}
+
+// ExecResult is how a command ended.
+type ExecResult struct {
+	ExitCode   int     `json:"exit_code"`
+	Stdout     string  `json:"stdout"`
+	Stderr     string  `json:"stderr"`
+	DurationMS float64 `json:"duration_ms"`
+	TimedOut   bool    `json:"timed_out,omitempty"`
+}
+
+// ExecEvent is one line of a streamed exec: output as it comes, then the
+// result (Stdout and Stderr empty there: they were streamed).
+type ExecEvent struct {
+	Stream string      `json:"stream,omitempty"` // "stdout" or "stderr"
+	Data   string      `json:"data,omitempty"`
+	Result *ExecResult `json:"result,omitempty"`
+}
+
+// CommitRequest describes the Commit sandbox.commit makes.
+type CommitRequest struct {
+	Message string `json:"message,omitempty"`
+}
+
+// Commit statuses.
+const (
+	StatusCommitted = "committed"
+	StatusUpToDate  = "up-to-date"
+	StatusConflict  = "conflict"
+)
+
+// CommitResult says what a commit did.
+type CommitResult struct {
+	Status string `json:"status"`
+	Commit string `json:"commit,omitempty"` // the new head (committed)
+	Head   string `json:"head"`             // the head the changes met
+	// Paths in conflict.
+	Paths     []string  `json:"paths,omitempty"`
+	Receipt   Receipt   `json:"receipt"`
+	Workspace Workspace `json:"workspace"`
+}
+
+// Receipt accounts for one commit: what was captured, hashed and stored,
+// and how long each phase took.
+type Receipt struct {
+	PathsCaptured int     `json:"paths_captured"`
+	BytesHashed   int64   `json:"bytes_hashed"`
+	ObjectsNew    int     `json:"objects_new"`
+	ObjectsReused int     `json:"objects_reused"`
+	BytesStored   int64   `json:"bytes_stored"`
+	CaptureMS     float64 `json:"capture_ms"`
+	PrepareMS     float64 `json:"prepare_ms"`
+	LockMS        float64 `json:"lock_ms"`
+	AuditMS       float64 `json:"audit_ms"`
+	RemountMS     float64 `json:"remount_ms"`
+	TotalMS       float64 `json:"total_ms"`
+}
+
+// Health is the daemon's status.
+type Health struct {
+	OK         bool   `json:"ok"`
+	Store      string `json:"store"`
+	Workspaces int    `json:"workspaces"`
+	Max        int    `json:"max_workspaces"`
+	FUSE       string `json:"fuse_mount"`
+}
+
+// Error is the body of every failed request.
+type Error struct {
+	Code  string `json:"code"`
+	Error string `json:"error"`
+}
+
+// Error codes.
+const (
+	CodeBadRequest = "bad_request"
+	CodeNotFound   = "not_found"
+	CodeCap        = "workspace_cap"
+	CodeDirty      = "uncommitted_changes"
+	CodeConflict   = "conflict"
+	CodeInternal   = "internal"
+)

@@ -1,0 +1,175 @@
+package layerfs
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+
+	"github.com/layerfs/layerfs/api"
+)
+
+// Client talks to a LayerFS daemon over its unix socket: Workspaces are the
+// one thing the SDK cannot do in-process.
+type Client struct {
+	socket string
+	http   *http.Client
+}
+
+// APIError is a failed daemon request.
+type APIError struct {
+	Status int
+	Code   string // one of the api.Code* values
+	Msg    string
+}
+
+func (e *APIError) Error() string { return fmt.Sprintf("daemon: %s (%s)", e.Msg, e.Code) }
+
+// Dial returns a Client for the daemon listening on socket. It connects
+// lazily, per request.
+func Dial(socket string) *Client {
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	}}
+	return &Client{socket: socket, http: &http.Client{Transport: tr}}
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		data, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://layerfs"+path, body)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("daemon at %s: %w", c.socket, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 400 && resp.StatusCode != http.StatusConflict || (resp.StatusCode == http.StatusConflict && out == nil) {
+		return decodeError(resp)
+	}
+	if resp.StatusCode == http.StatusConflict {
+		// A commit conflict is a result; a dirty end is an error.
+		data, _ := io.ReadAll(resp.Body)
+		var e api.Error
+		if json.Unmarshal(data, &e) == nil && e.Code != "" {
+			return &APIError{Status: resp.StatusCode, Code: e.Code, Msg: e.Error}
+		}
+		return json.Unmarshal(data, out)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func decodeError(resp *http.Response) error {
+	var e api.Error
+	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || e.Code == "" {
+		e.Code, e.Error = api.CodeInternal, resp.Status
+	}
+	return &APIError{Status: resp.StatusCode, Code: e.Code, Msg: e.Error}
+}
+
+// Health asks whether the daemon is up.
+func (c *Client) Health(ctx context.Context) (api.Health, error) {
+	var h api.Health
+	return h, c.do(ctx, http.MethodGet, "/health", nil, &h)
+}
+
+// Create makes a Workspace.
+func (c *Client) Create(ctx context.Context, req api.CreateRequest) (api.Workspace, error) {
+	var w api.Workspace
+	return w, c.do(ctx, http.MethodPost, "/workspaces", req, &w)
+}
+
+// List describes every Workspace.
+func (c *Client) List(ctx context.Context) ([]api.Workspace, error) {
+	var ws []api.Workspace
+	return ws, c.do(ctx, http.MethodGet, "/workspaces", nil, &ws)
+}
+
+// Inspect describes one Workspace with its uncommitted changed paths.
+func (c *Client) Inspect(ctx context.Context, id string) (api.Workspace, error) {
+	var w api.Workspace
+	return w, c.do(ctx, http.MethodGet, "/workspaces/"+url.PathEscape(id), nil, &w)
+}
+
+// Exec runs a command in a Workspace and returns its result.
+func (c *Client) Exec(ctx context.Context, id string, req api.ExecRequest) (api.ExecResult, error) {
+	var r api.ExecResult
+	return r, c.do(ctx, http.MethodPost, "/workspaces/"+url.PathEscape(id)+"/exec", req, &r)
+}
+
+// ExecStream runs a command and calls fn with its output as it comes.
+func (c *Client) ExecStream(ctx context.Context, id string, req api.ExecRequest, fn func(api.ExecEvent)) (api.ExecResult, error) {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return api.ExecResult{}, err
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://layerfs/workspaces/"+url.PathEscape(id)+"/exec?stream=1", bytes.NewReader(data))
+	if err != nil {
+		return api.ExecResult{}, err
+	}
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		return api.ExecResult{}, fmt.Errorf("daemon at %s: %w", c.socket, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 400 {
+		return api.ExecResult{}, decodeError(resp)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		var ev api.ExecEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return api.ExecResult{}, err
+		}
+		if ev.Result != nil {
+			return *ev.Result, nil
+		}
+		fn(ev)
+	}
+	if err := sc.Err(); err != nil {
+		return api.ExecResult{}, err
+	}
+	return api.ExecResult{}, errors.New("daemon: exec stream ended without a result")
+}
+
+// Commit captures and publishes a Workspace's changes. A conflict is a
+// result (Status "conflict"), not an error.
+func (c *Client) Commit(ctx context.Context, id string, req api.CommitRequest) (api.CommitResult, error) {
+	var r api.CommitResult
+	return r, c.do(ctx, http.MethodPost, "/workspaces/"+url.PathEscape(id)+"/commit", req, &r)
+}
+
+// Discard drops a Workspace's uncommitted changes.
+func (c *Client) Discard(ctx context.Context, id string) (api.Workspace, error) {
+	var w api.Workspace
+	return w, c.do(ctx, http.MethodPost, "/workspaces/"+url.PathEscape(id)+"/discard", nil, &w)
+}
+
+// End ends a Workspace; with uncommitted changes it is refused unless
+// discard is set.
+func (c *Client) End(ctx context.Context, id string, discard bool) error {
+	q := ""
+	if discard {
+		q = "?discard=1"
+	}
+	return c.do(ctx, http.MethodDelete, "/workspaces/"+url.PathEscape(id)+q, nil, nil)
+}

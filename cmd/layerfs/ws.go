@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/layerfs/layerfs"
+	"github.com/layerfs/layerfs/api"
+)
+
+var wsFlags struct {
+	socket, branch, path, cwd, message string
+	timeout                            time.Duration
+	isolate, discard                   bool
+	env                                stringList
+}
+
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+func init() {
+	register(&command{
+		name:    "ws",
+		args:    "create | ls | inspect ID | exec ID -- ARGV... | commit ID | discard ID | end ID",
+		summary: "create, use, commit and end Workspaces (through the daemon)",
+		help: `Talks to the daemon on --socket (or $LAYERFS_SOCKET).
+
+  create [--branch B] [--path P]   a Workspace of branch B (default main), seen at P
+                                   (default /workspace) by the commands run in it
+  ls                               every Workspace
+  inspect ID                       one Workspace and its uncommitted changed paths
+  exec ID [--cwd D] [--env K=V]... [--timeout T] [--isolate-network] -- ARGV...
+                                   run a command; its output streams to ours and
+                                   its exit code becomes ours
+  commit ID [--message M]          capture and publish; prints the receipt. A
+                                   conflict exits 4 and names the paths
+  discard ID                       drop uncommitted changes
+  end ID [--discard]               unmount and remove it; refused while it holds
+                                   uncommitted changes unless --discard`,
+		flags: func(c *cli) {
+			c.fs.StringVar(&wsFlags.socket, "socket", os.Getenv("LAYERFS_SOCKET"), "the daemon's unix socket `PATH`")
+			c.fs.StringVar(&wsFlags.branch, "branch", "main", "branch to create a Workspace of")
+			c.fs.StringVar(&wsFlags.path, "path", api.DefaultPath, "where the Workspace appears to its commands")
+			c.fs.StringVar(&wsFlags.cwd, "cwd", "", "working directory for exec, relative to the Workspace")
+			c.fs.StringVar(&wsFlags.message, "message", "", "commit message")
+			c.fs.StringVar(&wsFlags.message, "m", "", "commit message (short for --message)")
+			c.fs.DurationVar(&wsFlags.timeout, "timeout", 0, "kill the command after this long (0: never)")
+			c.fs.BoolVar(&wsFlags.isolate, "isolate-network", false, "run the command with loopback only")
+			c.fs.BoolVar(&wsFlags.discard, "discard", false, "end even with uncommitted changes, dropping them")
+			wsFlags.env = nil
+			c.fs.Var(&wsFlags.env, "env", "`KEY=VALUE` for exec (repeatable; replaces the environment)")
+			c.jsonFlag()
+		},
+		run: runWS,
+	})
+}
+
+func runWS(c *cli, args []string) error {
+	if err := c.want(args, 1, -1); err != nil {
+		return err
+	}
+	if wsFlags.socket == "" {
+		return fmt.Errorf("%w: no daemon socket: pass --socket PATH or set LAYERFS_SOCKET", errUsage)
+	}
+	cl := layerfs.Dial(wsFlags.socket)
+	ctx := context.Background()
+	sub, rest := args[0], args[1:]
+	if sub == "create" || sub == "ls" {
+		if err := c.want(rest, 0, 0); err != nil {
+			return err
+		}
+	} else if len(rest) == 0 {
+		return fmt.Errorf("%w: layerfs ws %s ID", errUsage, sub)
+	}
+	switch sub {
+	case "create":
+		w, err := cl.Create(ctx, api.CreateRequest{Branch: wsFlags.branch, Path: wsFlags.path})
+		return c.show(w, err, func() { fmt.Fprintln(c.out, w.ID) })
+	case "ls":
+		ws, err := cl.List(ctx)
+		return c.show(ws, err, func() { printWorkspaces(c, ws) })
+	case "inspect":
+		w, err := cl.Inspect(ctx, rest[0])
+		return c.show(w, err, func() { printWorkspace(c, w) })
+	case "exec":
+		return wsExec(c, cl, rest[0], rest[1:])
+	case "commit":
+		return wsCommit(c, cl, rest[0])
+	case "discard":
+		w, err := cl.Discard(ctx, rest[0])
+		return c.show(w, err, func() { fmt.Fprintf(c.out, "%s: changes discarded\n", w.ID) })
+	case "end":
+		return cl.End(ctx, rest[0], wsFlags.discard)
+	}
+	return fmt.Errorf("%w: unknown ws subcommand %q", errUsage, sub)
+}
+
+// show prints v as JSON with --json, else calls human.
+func (c *cli) show(v any, err error, human func()) error {
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return c.printJSON(v)
+	}
+	human()
+	return nil
+}
+
+func printWorkspaces(c *cli, ws []api.Workspace) {
+	w := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+	for _, x := range ws {
+		fmt.Fprintf(w, "%s\t%s\t%.12s\t%s\t%d commits\n", x.ID, x.Branch, x.Lease, x.HostPath, x.Commits)
+	}
+	w.Flush()
+}
+
+func printWorkspace(c *cli, w api.Workspace) {
+	fmt.Fprintf(c.out, "id       %s\nbranch   %s\nlease    %s\npath     %s\nhost     %s\ncommits  %d\n",
+		w.ID, w.Branch, w.Lease, w.Path, w.HostPath, w.Commits)
+	for _, p := range w.Pending {
+		fmt.Fprintf(c.out, "pending  %s\n", p)
+	}
+}
+
+func wsExec(c *cli, cl *layerfs.Client, id string, argv []string) error {
+	if len(argv) == 0 {
+		return fmt.Errorf("%w: layerfs ws exec ID -- ARGV...", errUsage)
+	}
+	req := api.ExecRequest{Argv: argv, Cwd: wsFlags.cwd, Env: wsFlags.env, IsolateNetwork: wsFlags.isolate,
+		TimeoutMS: wsFlags.timeout.Milliseconds()}
+	if !isTerminal(os.Stdin) {
+		data, err := readAllStdin()
+		if err != nil {
+			return err
+		}
+		req.Stdin = string(data)
+	}
+	if c.json {
+		res, err := cl.Exec(context.Background(), id, req)
+		if err != nil {
+			return err
+		}
+		return c.printJSON(res)
+	}
+	res, err := cl.ExecStream(context.Background(), id, req, func(ev api.ExecEvent) {
+		if ev.Stream == "stderr" {
+			fmt.Fprint(c.errOut, ev.Data)
+		} else {
+			fmt.Fprint(c.out, ev.Data)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if res.TimedOut {
+		fmt.Fprintf(c.errOut, "layerfs ws exec: timed out after %s\n", wsFlags.timeout)
+	}
+	if res.ExitCode != 0 {
+		return &exitStatus{res.ExitCode}
+	}
+	return nil
+}
+
+func readAllStdin() ([]byte, error) {
+	var sb strings.Builder
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := os.Stdin.Read(buf)
+		sb.Write(buf[:n])
+		if err != nil {
+			return []byte(sb.String()), nil
+		}
+	}
+}
+
+// exitStatus passes a command's exit code through as layerfs's own.
+type exitStatus struct{ code int }
+
+func (e *exitStatus) Error() string { return fmt.Sprintf("command exited with status %d", e.code) }
+
+func wsCommit(c *cli, cl *layerfs.Client, id string) error {
+	res, err := cl.Commit(context.Background(), id, api.CommitRequest{Message: wsFlags.message})
+	if err != nil {
+		return err
+	}
+	if c.json {
+		if err := c.printJSON(res); err != nil {
+			return err
+		}
+	} else {
+		r := res.Receipt
+		switch res.Status {
+		case api.StatusCommitted:
+			fmt.Fprintf(c.out, "committed %.12s on %s\n", res.Commit, res.Workspace.Branch)
+		case api.StatusUpToDate:
+			fmt.Fprintf(c.out, "up to date at %.12s\n", res.Head)
+		case api.StatusConflict:
+			fmt.Fprintf(c.out, "conflict with head %.12s: %s\n", res.Head, strings.Join(res.Paths, " "))
+		}
+		fmt.Fprintf(c.out, "%d paths, %d bytes hashed, %d objects new, %d reused, %d bytes stored; %.1f ms (capture %.1f, lock %.1f, remount %.1f)\n",
+			r.PathsCaptured, r.BytesHashed, r.ObjectsNew, r.ObjectsReused, r.BytesStored, r.TotalMS, r.CaptureMS, r.LockMS, r.RemountMS)
+	}
+	if res.Status == api.StatusConflict {
+		return fmt.Errorf("conflict on %s: %w", strings.Join(res.Paths, ", "), errConflict)
+	}
+	return nil
+}

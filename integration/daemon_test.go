@@ -1,0 +1,225 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/layerfs/layerfs"
+	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/sessions"
+)
+
+// testDaemon is an in-process daemon over a fresh Store initialized from
+// files; it is closed (everything unmounted) when the test ends.
+type testDaemon struct {
+	*sessions.Daemon
+	st       *layerfs.Store
+	stateDir string
+}
+
+func startDaemon(t *testing.T, files map[string]string, cfg sessions.Config) *testDaemon {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	for p, data := range files {
+		full := filepath.Join(src, p)
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		if err := os.WriteFile(full, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(src, 0o755)
+	st, err := layerfs.Open(filepath.Join(dir, "s.layerfs"), layerfs.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Init(src, layerfs.InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Store = st.Backend()
+	cfg.StateDir = filepath.Join(dir, "state")
+	cfg.Self = layerfsBin
+	d, err := sessions.Start(cfg)
+	if err != nil {
+		st.Close()
+		t.Fatal(err)
+	}
+	td := &testDaemon{Daemon: d, st: st, stateDir: cfg.StateDir}
+	t.Cleanup(func() {
+		if err := td.Daemon.Close(); err != nil {
+			t.Errorf("close daemon: %v", err)
+		}
+		st.Close()
+	})
+	return td
+}
+
+func (d *testDaemon) create(t *testing.T, branch string) api.Workspace {
+	t.Helper()
+	w, err := d.Create(api.CreateRequest{Branch: branch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// sh runs a shell command in a Workspace and returns its stdout; a
+// non-zero exit fails the test.
+func (d *testDaemon) sh(t *testing.T, id, script string) string {
+	t.Helper()
+	res, err := d.Exec(context.Background(), id, api.ExecRequest{Argv: []string{"sh", "-c", script}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("sh -c %q: exit %d\n%s%s", script, res.ExitCode, res.Stdout, res.Stderr)
+	}
+	return res.Stdout
+}
+
+func (d *testDaemon) commit(t *testing.T, id string, want string) api.CommitResult {
+	t.Helper()
+	res, err := d.Commit(id, api.CommitRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != want {
+		t.Fatalf("commit %s: %s %v, want %s", id, res.Status, res.Paths, want)
+	}
+	return res
+}
+
+func (d *testDaemon) read(t *testing.T, ref, path string) string {
+	t.Helper()
+	f, err := d.st.FS(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := f.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func TestWorkspaceIsolation(t *testing.T) {
+	d := startDaemon(t, map[string]string{"README": "hi\n"}, sessions.Config{})
+	a, b := d.create(t, "main"), d.create(t, "main")
+	d.sh(t, a.ID, "echo secret > marker")
+	if out := d.sh(t, b.ID, "ls"); strings.Contains(out, "marker") {
+		t.Fatal("B sees A's uncommitted marker")
+	}
+	if _, err := os.Stat(filepath.Join(b.HostPath, "marker")); err == nil {
+		t.Fatal("B's host path shows A's marker")
+	}
+	if ok, _ := d.st.Backend().Branch("main"); ok.Head.String() != a.Lease {
+		t.Fatal("the branch moved before A committed")
+	}
+	d.commit(t, a.ID, api.StatusCommitted)
+	if out := d.sh(t, b.ID, "ls"); strings.Contains(out, "marker") {
+		t.Fatal("a Workspace leased before A's commit sees it")
+	}
+	c := d.create(t, "main")
+	if out := d.sh(t, c.ID, "cat marker"); out != "secret\n" {
+		t.Fatalf("a new Workspace must see A's commit: %q", out)
+	}
+	if out := d.sh(t, a.ID, "cat marker; pwd"); out != "secret\n"+api.DefaultPath+"\n" {
+		t.Fatalf("A follows its commit: %q", out)
+	}
+}
+
+func TestWorkspaceCommitsMerge(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"}, sessions.Config{})
+	a, b := d.create(t, "main"), d.create(t, "main")
+	d.sh(t, a.ID, "echo A >> a.txt")
+	d.sh(t, b.ID, "echo B >> b.txt")
+	d.commit(t, a.ID, api.StatusCommitted)
+	d.commit(t, b.ID, api.StatusCommitted)
+	if got := d.read(t, "main", "a.txt") + d.read(t, "main", "b.txt"); got != "a\nA\nb\nB\n" {
+		t.Fatalf("head holds %q", got)
+	}
+}
+
+func TestWorkspaceSameFileConflict(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
+	a, b := d.create(t, "main"), d.create(t, "main")
+	d.sh(t, a.ID, "echo A > a.txt")
+	d.sh(t, b.ID, "echo B > a.txt")
+	d.commit(t, a.ID, api.StatusCommitted)
+	res := d.commit(t, b.ID, api.StatusConflict)
+	if len(res.Paths) != 1 || res.Paths[0] != "a.txt" {
+		t.Fatalf("conflict paths %v", res.Paths)
+	}
+	if out := d.sh(t, b.ID, "cat a.txt"); out != "B\n" {
+		t.Fatalf("the refused Workspace keeps its change: %q", out)
+	}
+	if got := d.read(t, "main", "a.txt"); got != "A\n" {
+		t.Fatalf("head: %q", got)
+	}
+}
+
+func TestWorkspaceEndDiscardCap(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{MaxWorkspaces: 2})
+	a, b := d.create(t, "main"), d.create(t, "main")
+	if _, err := d.Create(api.CreateRequest{}); err == nil || !strings.Contains(err.Error(), "2 live Workspaces") {
+		t.Fatalf("third Workspace over a cap of 2: %v", err)
+	}
+	d.sh(t, a.ID, "echo x > new.txt")
+	if err := d.End(a.ID, false); err == nil || !strings.Contains(err.Error(), "new.txt") {
+		t.Fatalf("ending a dirty Workspace: %v", err)
+	}
+	if _, err := d.Discard(a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if out := d.sh(t, a.ID, "ls"); strings.Contains(out, "new.txt") {
+		t.Fatal("discard kept the change")
+	}
+	if err := d.End(a.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	d.sh(t, b.ID, "echo y > other.txt")
+	if err := d.End(b.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if ls, _ := d.st.Backend().Leases(); len(ls) != 0 {
+		t.Fatalf("leases left: %v", ls)
+	}
+	if _, err := d.Exec(context.Background(), a.ID, api.ExecRequest{Argv: []string{"true"}}, nil); err == nil {
+		t.Fatal("exec in an ended Workspace")
+	}
+}
+
+// TestDaemonRestartKeepsDirtyWorkspaces: Close (as on SIGTERM) and Start
+// again bring Workspaces back with their uncommitted changes.
+func TestDaemonRestartKeepsDirtyWorkspaces(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
+	var ids []string
+	for i := 0; i < 3; i++ {
+		w := d.create(t, "main")
+		d.sh(t, w.ID, "echo dirty > f"+string(rune('0'+i)))
+		ids = append(ids, w.ID)
+	}
+	if err := d.Daemon.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := strings.Join(leftoverMounts(), "\n"); strings.Contains(left, d.stateDir) {
+		t.Fatalf("mounts left after Close:\n%s", left)
+	}
+	d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Daemon = d2 // the cleanup closes the new one
+	for i, id := range ids {
+		if out := d.sh(t, id, "cat f"+string(rune('0'+i))); out != "dirty\n" {
+			t.Fatalf("%s after restart: %q", id, out)
+		}
+		d.commit(t, id, api.StatusCommitted)
+	}
+	if got := d.read(t, "main", "f2"); got != "dirty\n" {
+		t.Fatalf("committed after restart: %q", got)
+	}
+}

@@ -1,0 +1,78 @@
+package sessions
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/publish"
+	"github.com/layerfs/layerfs/store"
+)
+
+// Commit captures a Workspace's upperdir and publishes it through the
+// gate. Committed or UpToDate, the Workspace then follows the new head
+// with an empty upperdir; a Conflict commits nothing and leaves the
+// upperdir as it was.
+func (d *Daemon) Commit(id string, req api.CommitRequest) (api.CommitResult, error) {
+	w, err := d.get(id)
+	if err != nil {
+		return api.CommitResult{}, err
+	}
+	w.mu.Lock()
+	res, err := w.commit(req)
+	w.mu.Unlock()
+	if err != nil {
+		return res, fmt.Errorf("commit %s: %w", id, err)
+	}
+	switch res.Status {
+	case api.StatusCommitted:
+		d.metrics.commits.Add(1)
+	case api.StatusUpToDate:
+		d.metrics.upToDate.Add(1)
+	case api.StatusConflict:
+		d.metrics.conflicts.Add(1)
+	}
+	res.Workspace = w.describe()
+	return res, nil
+}
+
+func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
+	start := time.Now()
+	c, err := publish.CaptureUpper(w.d.s, w.upper(), w.rec.lease())
+	if err != nil {
+		return api.CommitResult{}, err
+	}
+	msg := req.Message
+	if msg == "" {
+		msg = fmt.Sprintf("%s: %d paths", w.rec.ID, c.Paths)
+	}
+	res, err := publish.Publish(w.d.s, w.rec.Branch, c.Changes, c.Content,
+		publish.Meta{Origin: store.OriginSession + w.rec.ID, Message: msg})
+	if err != nil {
+		return api.CommitResult{}, err
+	}
+	out := api.CommitResult{Status: res.Status.String(), Head: res.Head.String(), Paths: res.Paths,
+		Receipt: receipt(c, res)}
+	remount := time.Now()
+	switch res.Status {
+	case publish.Committed:
+		out.Commit = res.Commit.String()
+		w.rec.Commits++
+		err = w.follow(res.Commit)
+	case publish.UpToDate:
+		err = w.follow(res.Head)
+	}
+	out.Receipt.RemountMS = ms(time.Since(remount))
+	out.Receipt.TotalMS = ms(time.Since(start))
+	return out, err
+}
+
+func receipt(c *publish.Capture, res *publish.Result) api.Receipt {
+	return api.Receipt{
+		PathsCaptured: c.Paths, BytesHashed: c.BytesHashed,
+		ObjectsNew: res.Objects.New, ObjectsReused: res.Objects.Reused, BytesStored: res.Objects.StoredBytes,
+		CaptureMS: ms(c.Duration), PrepareMS: ms(res.Prepare), LockMS: ms(res.Lock), AuditMS: ms(res.Audit),
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

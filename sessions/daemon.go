@@ -1,0 +1,252 @@
+package sessions
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/fusefs"
+	"github.com/layerfs/layerfs/store"
+)
+
+// DefaultMaxWorkspaces is the default cap on live Workspaces.
+const DefaultMaxWorkspaces = 256
+
+// Config sets up a Daemon.
+type Config struct {
+	// Store is the open Store the daemon serves; it stays open until Close.
+	Store *store.Store
+	// StateDir holds the FUSE mount, the Workspaces' upper and work
+	// directories, their mount points and their records. It must be on a
+	// local filesystem overlayfs accepts as upperdir (ext4, xfs, btrfs,
+	// tmpfs).
+	StateDir string
+	// MaxWorkspaces caps live Workspaces; 0 means DefaultMaxWorkspaces.
+	MaxWorkspaces int
+	// Self is the layerfs binary, run as namespace holder; "" means
+	// /proc/self/exe.
+	Self string
+	// FUSE tunes the Store's FUSE mount.
+	FUSE   fusefs.Options
+	Logger *log.Logger
+}
+
+// Daemon serves Workspaces of one Store.
+type Daemon struct {
+	cfg     Config
+	s       *store.Store
+	fuse    *fusefs.Server
+	holders *holderPool
+	log     *log.Logger
+	id      string // how leases name this daemon
+
+	mu      sync.Mutex
+	ws      map[string]*workspace
+	pending int // Workspaces being created: they count against the cap
+	closed  bool
+	metrics metrics
+}
+
+// Start mounts the Store, restores the Workspaces recorded in the state
+// directory, and returns a Daemon ready to serve.
+func Start(cfg Config) (*Daemon, error) {
+	if cfg.MaxWorkspaces <= 0 {
+		cfg.MaxWorkspaces = DefaultMaxWorkspaces
+	}
+	if cfg.Self == "" {
+		cfg.Self = "/proc/self/exe"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = log.New(os.Stderr, "layerfs daemon: ", log.LstdFlags)
+	}
+	abs, err := filepath.Abs(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.StateDir = abs
+	host, _ := os.Hostname()
+	d := &Daemon{cfg: cfg, s: cfg.Store, log: cfg.Logger, ws: map[string]*workspace{},
+		id: fmt.Sprintf("%s:%d:%s", host, os.Getpid(), abs)}
+	if err := d.setup(); err != nil {
+		d.teardown()
+		return nil, err
+	}
+	d.holders = newHolderPool(cfg.Self, 2)
+	if err := d.restore(); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Daemon) dir(parts ...string) string {
+	return filepath.Join(append([]string{d.cfg.StateDir}, parts...)...)
+}
+
+// setup cleans what a crashed daemon left, mounts the Store and prepares
+// the shared mount Workspace overlays go under.
+func (d *Daemon) setup() error {
+	for _, p := range []string{d.dir("lower"), d.dir("mnt"), d.dir("ws")} {
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			return err
+		}
+	}
+	if err := d.cleanStaleMounts(); err != nil {
+		return err
+	}
+	opts := d.cfg.FUSE
+	opts.AllCommits = true
+	srv, err := fusefs.Mount(fusefs.Config{Store: d.s, Mountpoint: d.dir("lower"), Source: d.s.Path(),
+		Options: opts, Logger: d.log})
+	if err != nil {
+		return fmt.Errorf("mount the store: %w", err)
+	}
+	d.fuse = srv
+	// Overlays mounted under mnt/ must reach the holders' namespaces, made
+	// before them: a shared mount propagates to their slave copies.
+	if err := unix.Mount(d.dir("mnt"), d.dir("mnt"), "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", d.dir("mnt"), err)
+	}
+	if err := unix.Mount("", d.dir("mnt"), "", unix.MS_SHARED, ""); err != nil {
+		return fmt.Errorf("share %s: %w", d.dir("mnt"), err)
+	}
+	return nil
+}
+
+// cleanStaleMounts detaches every mount under the state directory: after a
+// crash they are overlays over a FUSE server that is gone.
+func (d *Daemon) cleanStaleMounts() error {
+	mounts, err := mountsUnder(d.cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	for _, m := range mounts {
+		if err := unmount(m); err != nil {
+			return fmt.Errorf("clean stale mount: %w", err)
+		}
+		d.log.Printf("detached stale mount %s", m)
+	}
+	return nil
+}
+
+// restore brings back the Workspaces recorded in the state directory.
+func (d *Daemon) restore() error {
+	entries, err := os.ReadDir(d.dir("ws"))
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		dir := d.dir("ws", e.Name())
+		rec, err := loadRecord(dir)
+		if err != nil {
+			d.log.Printf("skipping %s: %v", dir, err)
+			continue
+		}
+		w := &workspace{d: d, rec: *rec}
+		if err := w.resume(); err != nil {
+			return fmt.Errorf("restore workspace %s: %w", rec.ID, err)
+		}
+		d.ws[rec.ID] = w
+		d.log.Printf("restored workspace %s (branch %s, lease %.12s)", rec.ID, rec.Branch, rec.Lease)
+	}
+	return nil
+}
+
+// Close unmounts every Workspace and the Store, keeping the records: a
+// later Start resumes them. It does not close the Store.
+func (d *Daemon) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	ws := d.ws
+	d.mu.Unlock()
+	var errs []error
+	for _, w := range ws {
+		errs = append(errs, w.detach())
+	}
+	if d.holders != nil {
+		d.holders.close()
+	}
+	errs = append(errs, d.teardown())
+	return errors.Join(errs...)
+}
+
+func (d *Daemon) teardown() error {
+	var errs []error
+	errs = append(errs, unmount(d.dir("mnt")))
+	if d.fuse != nil {
+		errs = append(errs, d.fuse.Unmount())
+		d.fuse = nil
+	}
+	return errors.Join(errs...)
+}
+
+// Health reports the daemon's status.
+func (d *Daemon) Health() api.Health {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return api.Health{OK: !d.closed, Store: d.s.Path(), Workspaces: len(d.ws), Max: d.cfg.MaxWorkspaces, FUSE: d.dir("lower")}
+}
+
+// List describes every Workspace, by id.
+func (d *Daemon) List() []api.Workspace {
+	d.mu.Lock()
+	ws := make([]*workspace, 0, len(d.ws))
+	for _, w := range d.ws {
+		ws = append(ws, w)
+	}
+	d.mu.Unlock()
+	out := make([]api.Workspace, len(ws))
+	for i, w := range ws {
+		out[i] = w.describe()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func (d *Daemon) get(id string) (*workspace, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, ErrClosed
+	}
+	w, ok := d.ws[id]
+	if !ok {
+		return nil, fmt.Errorf("workspace %q: %w", id, ErrNotFound)
+	}
+	return w, nil
+}
+
+// reserve takes a place under the cap for a Workspace being created.
+func (d *Daemon) reserve() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return ErrClosed
+	}
+	if len(d.ws)+d.pending >= d.cfg.MaxWorkspaces {
+		return fmt.Errorf("%w: %d live Workspaces is the configured maximum (--max-workspaces); end one first",
+			ErrCap, d.cfg.MaxWorkspaces)
+	}
+	d.pending++
+	return nil
+}
+
+func (d *Daemon) settle(w *workspace) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.pending--
+	if w != nil {
+		d.ws[w.rec.ID] = w
+	}
+}

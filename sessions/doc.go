@@ -1,0 +1,30 @@
+// Package sessions is the LayerFS daemon: it serves Workspaces — complete,
+// writable, private views of a Branch — to the commands agents run.
+//
+// One daemon (one per sandbox or container) keeps one long-lived FUSE
+// mount of the Store that shows every Commit by id (package fusefs). A
+// Workspace is a kernel overlayfs mount whose lowerdir is its leased
+// Commit's directory in that mount and whose upperdir and workdir are
+// fresh directories on local disk, so creating one copies, scans and
+// installs nothing: it records a Lease in the Store, makes two empty
+// directories and calls mount(2) twice.
+//
+// Commands run in a private mount namespace owned by a holder process of
+// the Workspace, where the Workspace appears at a path the caller chose
+// (the same path in every Workspace) and no other Workspace is visible.
+// The daemon enters that namespace for each command from a locked OS
+// thread that has stopped sharing its filesystem attributes (unshare
+// CLONE_FS, then setns), and starts the command from there.
+//
+// Commit captures the upperdir (package publish), publishes it through the
+// gate, and on success moves the Workspace to the new head: a new Lease, a
+// fresh overlay over the new Commit with an empty upperdir; the old
+// overlay is detached and its upperdir removed in the background. A
+// conflict commits nothing and leaves the upperdir as it was.
+//
+// Nothing happens on its own: no automatic commit, timeout or unmount. The
+// daemon records each Workspace in its state directory, so after a crash
+// (kill -9) it comes back with the Workspaces it had, their uncommitted
+// changes intact; on SIGINT/SIGTERM it unmounts everything and keeps the
+// records, so a restart resumes them. It never issues SQL: the Store does.
+package sessions

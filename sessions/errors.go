@@ -1,0 +1,18 @@
+package sessions
+
+import "errors"
+
+// Errors the daemon returns; the socket API maps each to an api code.
+var (
+	// ErrNotFound: no Workspace by that id.
+	ErrNotFound = errors.New("no such workspace")
+	// ErrCap: the configured cap on live Workspaces is reached.
+	ErrCap = errors.New("workspace cap reached")
+	// ErrDirty: ending a Workspace that holds uncommitted changes without
+	// asking to discard them.
+	ErrDirty = errors.New("workspace has uncommitted changes")
+	// ErrBadRequest: a request that cannot be carried out as asked.
+	ErrBadRequest = errors.New("bad request")
+	// ErrClosed: the daemon is shutting down.
+	ErrClosed = errors.New("daemon is shutting down")
+)

@@ -1,0 +1,34 @@
+package sessions
+
+import (
+	"fmt"
+	"io"
+	"sync/atomic"
+)
+
+// metrics counts what the daemon did, for GET /metrics.
+type metrics struct {
+	created, ended, execs, commits, upToDate, conflicts, discards atomic.Int64
+}
+
+// WriteMetrics writes the daemon's counters in Prometheus text format.
+func (d *Daemon) WriteMetrics(w io.Writer) {
+	h := d.Health()
+	m := &d.metrics
+	for _, c := range []struct {
+		name, help, kind string
+		v                int64
+	}{
+		{"layerfs_workspaces", "live Workspaces", "gauge", int64(h.Workspaces)},
+		{"layerfs_workspaces_max", "cap on live Workspaces", "gauge", int64(h.Max)},
+		{"layerfs_workspaces_created_total", "Workspaces created", "counter", m.created.Load()},
+		{"layerfs_workspaces_ended_total", "Workspaces ended", "counter", m.ended.Load()},
+		{"layerfs_execs_total", "commands run", "counter", m.execs.Load()},
+		{"layerfs_commits_total", "Workspace commits that landed", "counter", m.commits.Load()},
+		{"layerfs_commits_up_to_date_total", "Workspace commits with nothing to land", "counter", m.upToDate.Load()},
+		{"layerfs_commits_conflict_total", "Workspace commits refused as conflicts", "counter", m.conflicts.Load()},
+		{"layerfs_discards_total", "uncommitted changes discarded", "counter", m.discards.Load()},
+	} {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", c.name, c.help, c.name, c.kind, c.name, c.v)
+	}
+}

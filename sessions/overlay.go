@@ -1,0 +1,94 @@
+package sessions
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// mountOverlay mounts lower (read-only) under upper at mnt. redirect_dir
+// lets renames of lower directories work and be captured; metacopy stays
+// off so a copy-up copies content; index and xino stay off because the
+// lower layer is FUSE.
+func mountOverlay(lower, upper, work, mnt string) error {
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,redirect_dir=on,metacopy=off,index=off,xino=off",
+		lower, upper, work)
+	if err := unix.Mount("overlay", mnt, "overlay", 0, opts); err != nil {
+		return fmt.Errorf("mount overlay at %s: %w", mnt, err)
+	}
+	return nil
+}
+
+// unmount detaches whatever is mounted at mnt, lazily, so a busy mount
+// disappears from view at once and goes away when its last user does.
+func unmount(mnt string) error {
+	err := unix.Unmount(mnt, unix.MNT_DETACH)
+	if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("unmount %s: %w", mnt, err)
+	}
+	return nil
+}
+
+// mountsUnder lists the mount points at or below dir, deepest first.
+func mountsUnder(dir string) ([]string, error) {
+	f, err := os.Open("/proc/self/mounts")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		mnt := unescapeMount(fields[1])
+		if mnt == dir || strings.HasPrefix(mnt, dir+"/") {
+			out = append(out, mnt)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out, sc.Err()
+}
+
+// unescapeMount undoes /proc/mounts' octal escapes (\040 for a space).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var c int
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%o", &c); err == nil {
+				b.WriteByte(byte(c))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// removeInBackground deletes a directory tree off the hot path: creating
+// files soon after deleting many is slow on some filesystems.
+func removeInBackground(dirs ...string) {
+	go func() {
+		for _, d := range dirs {
+			for try := 0; try < 5; try++ {
+				if os.RemoveAll(d) == nil {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}()
+}

@@ -1,0 +1,186 @@
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/store"
+)
+
+// Listen opens the daemon's unix socket at path, mode 0600. A stale
+// socket (nobody answers) is removed; a live one is an error.
+func Listen(path string) (net.Listener, error) {
+	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("listen on %s: another daemon is serving it", path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// Handler serves the socket API (see package api for the routes).
+func (d *Daemon) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { reply(w, d.Health()) })
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		d.WriteMetrics(w)
+	})
+	mux.HandleFunc("POST /workspaces", d.handleCreate)
+	mux.HandleFunc("GET /workspaces", func(w http.ResponseWriter, r *http.Request) { reply(w, d.List()) })
+	mux.HandleFunc("GET /workspaces/{id}", func(w http.ResponseWriter, r *http.Request) {
+		ws, err := d.Inspect(r.PathValue("id"))
+		respond(w, ws, err)
+	})
+	mux.HandleFunc("POST /workspaces/{id}/exec", d.handleExec)
+	mux.HandleFunc("POST /workspaces/{id}/commit", d.handleCommit)
+	mux.HandleFunc("POST /workspaces/{id}/discard", func(w http.ResponseWriter, r *http.Request) {
+		ws, err := d.Discard(r.PathValue("id"))
+		respond(w, ws, err)
+	})
+	mux.HandleFunc("DELETE /workspaces/{id}", func(w http.ResponseWriter, r *http.Request) {
+		discard, _ := strconv.ParseBool(r.URL.Query().Get("discard"))
+		err := d.End(r.PathValue("id"), discard)
+		respond(w, map[string]bool{"ended": err == nil}, err)
+	})
+	return mux
+}
+
+func (d *Daemon) handleCreate(w http.ResponseWriter, r *http.Request) {
+	var req api.CreateRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	ws, err := d.Create(req)
+	if err == nil {
+		w.WriteHeader(http.StatusCreated)
+	}
+	respond(w, ws, err)
+}
+
+func (d *Daemon) handleCommit(w http.ResponseWriter, r *http.Request) {
+	var req api.CommitRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	res, err := d.Commit(r.PathValue("id"), req)
+	if err == nil && res.Status == api.StatusConflict {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusConflict)
+		json.NewEncoder(w).Encode(res)
+		return
+	}
+	respond(w, res, err)
+}
+
+func (d *Daemon) handleExec(w http.ResponseWriter, r *http.Request) {
+	var req api.ExecRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	stream, _ := strconv.ParseBool(r.URL.Query().Get("stream"))
+	if !stream {
+		res, err := d.Exec(r.Context(), r.PathValue("id"), req, nil)
+		respond(w, res, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	flusher, _ := w.(http.Flusher)
+	send := func(ev api.ExecEvent) {
+		enc.Encode(ev)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	res, err := d.Exec(r.Context(), r.PathValue("id"), req, send)
+	if err != nil {
+		respond(w, nil, err)
+		return
+	}
+	send(api.ExecEvent{Result: &res})
+}
+
+// decode reads a JSON body; an empty body is the zero request.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	if r.ContentLength == 0 {
+		return true
+	}
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		respond(w, nil, fmt.Errorf("%w: body: %v", ErrBadRequest, err))
+		return false
+	}
+	return true
+}
+
+func reply(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+// respond writes v, or err as an api.Error with the status it maps to.
+func respond(w http.ResponseWriter, v any, err error) {
+	if err == nil {
+		reply(w, v)
+		return
+	}
+	status, code := errorStatus(err)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(api.Error{Code: code, Error: err.Error()})
+}
+
+func errorStatus(err error) (int, string) {
+	switch {
+	case errors.Is(err, ErrNotFound), errors.Is(err, store.ErrNotFound):
+		return http.StatusNotFound, api.CodeNotFound
+	case errors.Is(err, ErrCap):
+		return http.StatusTooManyRequests, api.CodeCap
+	case errors.Is(err, ErrDirty):
+		return http.StatusConflict, api.CodeDirty
+	case errors.Is(err, ErrBadRequest), errors.Is(err, store.ErrBadName), errors.Is(err, store.ErrBadPath):
+		return http.StatusBadRequest, api.CodeBadRequest
+	case errors.Is(err, ErrClosed):
+		return http.StatusServiceUnavailable, api.CodeInternal
+	}
+	return http.StatusInternalServerError, api.CodeInternal
+}
+
+// Serve answers requests on l until ctx is done, then shuts the server
+// down, waiting a little for requests under way.
+func (d *Daemon) Serve(ctx context.Context, l net.Listener) error {
+	srv := &http.Server{Handler: d.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shut)
+		return nil
+	}
+}

@@ -1,0 +1,262 @@
+package sessions
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/object"
+	"github.com/layerfs/layerfs/publish"
+	"github.com/layerfs/layerfs/store"
+)
+
+// workspace is one live Workspace. mu serializes what changes its mounts
+// (commit, discard, end); commands start under its read lock, so they
+// always see a complete view.
+type workspace struct {
+	d      *Daemon
+	mu     sync.RWMutex
+	rec    record
+	holder *holder
+}
+
+func (w *workspace) dir(parts ...string) string {
+	return w.d.dir(append([]string{"ws", w.rec.ID}, parts...)...)
+}
+
+func (w *workspace) upper() string    { return w.dir("upper-" + strconv.Itoa(w.rec.Gen)) }
+func (w *workspace) work() string     { return w.dir("work-" + strconv.Itoa(w.rec.Gen)) }
+func (w *workspace) hostPath() string { return w.d.dir("mnt", w.rec.ID) }
+func (w *workspace) lower() string    { return w.d.dir("lower", w.rec.Lease) }
+
+// Create makes a Workspace of a branch: a Lease on its head, a fresh
+// overlay over it, and a namespace where it appears at req.Path.
+func (d *Daemon) Create(req api.CreateRequest) (api.Workspace, error) {
+	if err := checkCreate(&req); err != nil {
+		return api.Workspace{}, err
+	}
+	if err := d.reserve(); err != nil {
+		return api.Workspace{}, err
+	}
+	w, err := d.create(req)
+	d.settle(w)
+	if err != nil {
+		return api.Workspace{}, err
+	}
+	d.metrics.created.Add(1)
+	return w.describe(), nil
+}
+
+func checkCreate(req *api.CreateRequest) error {
+	if req.Branch == "" {
+		req.Branch = store.MainBranch
+	}
+	if req.Path == "" {
+		req.Path = api.DefaultPath
+	}
+	if !path.IsAbs(req.Path) || path.Clean(req.Path) != req.Path || req.Path == "/" {
+		return fmt.Errorf("%w: path %q: want a clean absolute path other than /", ErrBadRequest, req.Path)
+	}
+	return nil
+}
+
+func (d *Daemon) create(req api.CreateRequest) (*workspace, error) {
+	b, err := d.s.Branch(req.Branch)
+	if err != nil {
+		return nil, err
+	}
+	w := &workspace{d: d, rec: record{ID: newID(), Branch: req.Branch, Lease: b.Head.String(),
+		Path: req.Path, Created: time.Now().UTC()}}
+	if err := d.s.SetLease(w.rec.ID, w.rec.Branch, d.id, b.Head); err != nil {
+		return nil, err
+	}
+	if err := w.setup(); err != nil {
+		w.teardown()
+		d.s.DropLease(w.rec.ID)
+		return nil, fmt.Errorf("create workspace of %s: %w", req.Branch, err)
+	}
+	return w, nil
+}
+
+func newID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return "ws-" + hex.EncodeToString(b[:])
+}
+
+// setup makes the directories, mounts the overlay, enters it into a
+// holder's namespace and records the Workspace.
+func (w *workspace) setup() error {
+	for _, p := range []string{w.upper(), w.work(), w.hostPath()} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := mountOverlay(w.lower(), w.upper(), w.work(), w.hostPath()); err != nil {
+		return err
+	}
+	h, err := w.d.holders.get()
+	if err != nil {
+		return err
+	}
+	w.holder = h
+	if err := h.bindInto(w.hostPath(), w.rec.Path); err != nil {
+		return err
+	}
+	return w.rec.save(w.dir())
+}
+
+// resume remounts a recorded Workspace after a restart, over the upperdir
+// it had: uncommitted changes come back as they were.
+func (w *workspace) resume() error {
+	if err := w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, w.rec.lease()); err != nil {
+		return err
+	}
+	// A crash can leave the work directory in a state overlayfs dislikes;
+	// it holds nothing of value, so start a fresh one.
+	os.RemoveAll(w.work())
+	return w.setup()
+}
+
+// teardown undoes setup as far as it got.
+func (w *workspace) teardown() {
+	w.detach()
+	removeInBackground(w.dir(), w.hostPath())
+}
+
+// detach unmounts the Workspace and stops its holder, keeping its files
+// and record.
+func (w *workspace) detach() error {
+	if w.holder != nil {
+		w.holder.stop()
+		w.holder = nil
+	}
+	return unmount(w.hostPath())
+}
+
+func (w *workspace) describe() api.Workspace {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return api.Workspace{ID: w.rec.ID, Branch: w.rec.Branch, Lease: w.rec.Lease, Path: w.rec.Path,
+		HostPath: w.hostPath(), Created: w.rec.Created, Commits: w.rec.Commits}
+}
+
+// Inspect describes a Workspace with its uncommitted changed paths.
+func (d *Daemon) Inspect(id string) (api.Workspace, error) {
+	w, err := d.get(id)
+	if err != nil {
+		return api.Workspace{}, err
+	}
+	w.mu.RLock()
+	pending, err := w.pending()
+	w.mu.RUnlock()
+	desc := w.describe()
+	desc.Pending = pending
+	return desc, err
+}
+
+// pending lists the uncommitted changed paths, hashing but storing nothing.
+func (w *workspace) pending() ([]string, error) {
+	c, err := publish.CaptureUpperDry(w.d.s, w.upper(), w.rec.lease())
+	if err != nil {
+		return nil, err
+	}
+	return c.Changes.Paths(), nil
+}
+
+// follow moves the Workspace to commit: a new Lease, a fresh overlay with
+// an empty upperdir at the same paths; the old overlay is detached and its
+// upperdir removed in the background. Callers hold w.mu.
+func (w *workspace) follow(commit object.ID) error {
+	if err := w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, commit); err != nil {
+		return err
+	}
+	oldUpper, oldWork := w.upper(), w.work()
+	w.rec.Lease = commit.String()
+	return w.remount(oldUpper, oldWork)
+}
+
+// remount puts a fresh overlay of the current lease at the Workspace's
+// paths, and removes the old upper and work directories.
+func (w *workspace) remount(oldUpper, oldWork string) error {
+	w.rec.Gen++
+	for _, p := range []string{w.upper(), w.work()} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := unmount(w.hostPath()); err != nil {
+		return err
+	}
+	if err := mountOverlay(w.lower(), w.upper(), w.work(), w.hostPath()); err != nil {
+		return err
+	}
+	if err := w.holder.bindInto(w.hostPath(), w.rec.Path); err != nil {
+		return err
+	}
+	if err := w.rec.save(w.dir()); err != nil {
+		return err
+	}
+	removeInBackground(oldUpper, oldWork)
+	return nil
+}
+
+// Discard drops a Workspace's uncommitted changes; it keeps its lease.
+func (d *Daemon) Discard(id string) (api.Workspace, error) {
+	w, err := d.get(id)
+	if err != nil {
+		return api.Workspace{}, err
+	}
+	w.mu.Lock()
+	err = w.remount(w.upper(), w.work())
+	w.mu.Unlock()
+	if err != nil {
+		return api.Workspace{}, fmt.Errorf("discard %s: %w", id, err)
+	}
+	d.metrics.discards.Add(1)
+	return w.describe(), nil
+}
+
+// End unmounts a Workspace, removes its upperdir and releases its Lease.
+// A Workspace with uncommitted changes is refused unless discard is set.
+func (d *Daemon) End(id string, discard bool) error {
+	w, err := d.get(id)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !discard {
+		pending, err := w.pending()
+		if err != nil {
+			return fmt.Errorf("end %s: %w", id, err)
+		}
+		if len(pending) > 0 {
+			return fmt.Errorf("end %s: %w: %s; commit them, or end with discard", id, ErrDirty, summarize(pending))
+		}
+	}
+	d.mu.Lock()
+	delete(d.ws, id)
+	d.mu.Unlock()
+	err = w.detach()
+	os.Remove(filepath.Join(w.dir(), "state.json")) // not a Workspace any more, even if removal lags
+	removeInBackground(w.dir(), w.hostPath())
+	err = errors.Join(err, d.s.DropLease(id))
+	d.metrics.ended.Add(1)
+	return err
+}
+
+func summarize(paths []string) string {
+	if len(paths) <= 5 {
+		return fmt.Sprintf("%d changed: %v", len(paths), paths)
+	}
+	return fmt.Sprintf("%d changed: %v and %d more", len(paths), paths[:5], len(paths)-5)
+}
