@@ -174,16 +174,14 @@ func (s *Server) Unmount() error {
 // prepareMountpoint detaches a stale mount at mnt — one whose server died,
 // so the kernel answers ENOTCONN — and refuses a live layerfs mount.
 func prepareMountpoint(mnt string, logger *log.Logger) error {
-	var st unix.Stat_t
-	err := unix.Stat(mnt, &st)
-	if errors.Is(err, unix.ENOTCONN) || errors.Is(err, unix.ECONNABORTED) {
+	for stale(mnt) {
 		if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
 			return fmt.Errorf("detach stale mount: %w", err)
 		}
 		logger.Printf("detached a stale mount at %s left by a server that died", mnt)
-		err = unix.Stat(mnt, &st)
 	}
-	if err != nil {
+	var st unix.Stat_t
+	if err := unix.Stat(mnt, &st); err != nil {
 		return &os.PathError{Op: "stat", Path: mnt, Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
@@ -193,6 +191,15 @@ func prepareMountpoint(mnt string, logger *log.Logger) error {
 		return fmt.Errorf("%w: %s is served from %s", ErrMounted, mnt, m.Source)
 	}
 	return nil
+}
+
+// stale reports whether mnt is a FUSE mount whose server is gone. statfs
+// always reaches the server (stat of the root may be answered from the
+// kernel's cache), and a dead one's connection answers ENOTCONN.
+func stale(mnt string) bool {
+	var sfs unix.Statfs_t
+	err := unix.Statfs(mnt, &sfs)
+	return errors.Is(err, unix.ENOTCONN) || errors.Is(err, unix.ECONNABORTED)
 }
 
 // tuneReadAhead raises the kernel's read-ahead for the mount to what one

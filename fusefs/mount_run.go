@@ -5,6 +5,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"os/signal"
 	"path/filepath"
 
 	"github.com/layerfs/layerfs/object"
@@ -40,13 +41,15 @@ func Run(req Request) error {
 	if ready == nil && !req.Foreground {
 		return req.startBackground()
 	}
+	sigs := notifySignals()
+	defer signal.Stop(sigs)
 	srv, closeAll, err := req.mount(pinned)
 	notifyReady(ready, err)
 	if err != nil {
 		return err
 	}
 	defer closeAll()
-	return srv.ServeUntilSignal()
+	return srv.serveUntil(sigs)
 }
 
 // mount opens the Store and the log and mounts. closeAll releases them

@@ -13,9 +13,21 @@ import (
 // use). A second signal stops waiting: the mount is detached and the call
 // returns at once.
 func (s *Server) ServeUntilSignal() error {
+	sigs := notifySignals()
+	defer signal.Stop(sigs)
+	return s.serveUntil(sigs)
+}
+
+// notifySignals starts catching SIGINT and SIGTERM. A server calls it
+// before mounting, so a signal that comes as soon as the mount is visible
+// still unmounts it.
+func notifySignals() chan os.Signal {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	return sigs
+}
+
+func (s *Server) serveUntil(sigs <-chan os.Signal) error {
 	select {
 	case <-s.done:
 		return nil
