@@ -1,0 +1,188 @@
+package integration
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// lifecycleStore is a small captured tree for the lifecycle tests.
+func lifecycleStore(t *testing.T) string {
+	t.Helper()
+	src := t.TempDir()
+	writeTree(t, src, map[string]string{"hello.txt": "hello\n", "dir/nested.txt": "nested\n"})
+	return initStore(t, src)
+}
+
+func newMountpoint(t *testing.T) string {
+	t.Helper()
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return mnt
+}
+
+// TestMountSIGTERMUnmounts stops a foreground server with SIGTERM (and
+// another with SIGINT): each unmounts and exits 0.
+func TestMountSIGTERMUnmounts(t *testing.T) {
+	s := lifecycleStore(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		mnt := newMountpoint(t)
+		cmd := startServer(t, s, "main", mnt)
+		if got := readString(t, filepath.Join(mnt, "hello.txt")); got != "hello\n" {
+			t.Errorf("hello.txt = %q", got)
+		}
+		cmd.Process.Signal(sig)
+		waitExit(t, cmd)
+		if !cmd.ProcessState.Success() {
+			t.Errorf("%s: server exited with %v", sig, cmd.ProcessState)
+		}
+		if layerfsMounted(mnt) {
+			t.Errorf("%s: still mounted", sig)
+		}
+	}
+}
+
+// TestMountSIGTERMWhileBusy signals a server whose mount has an open file:
+// the mount is detached at once and the server exits when the file is
+// closed.
+func TestMountSIGTERMWhileBusy(t *testing.T) {
+	mnt := newMountpoint(t)
+	cmd := startServer(t, lifecycleStore(t), "main", mnt)
+	f, err := os.Open(filepath.Join(mnt, "hello.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	waitMounted(t, mnt, false)
+	if b, err := io.ReadAll(f); err != nil || string(b) != "hello\n" {
+		t.Errorf("read of a file open across the unmount: %q, %v", b, err)
+	}
+	f.Close()
+	waitExit(t, cmd)
+}
+
+// TestMountAfterKill9 kills a server with SIGKILL, leaving its mount
+// stale (ENOTCONN), and mounts again at the same place.
+func TestMountAfterKill9(t *testing.T) {
+	s := lifecycleStore(t)
+	mnt := newMountpoint(t)
+	cmd := startServer(t, s, "main", mnt)
+	cmd.Process.Kill()
+	waitExit(t, cmd)
+	if _, err := os.Stat(filepath.Join(mnt, "hello.txt")); !errors.Is(err, syscall.ENOTCONN) {
+		t.Fatalf("stat in a dead server's mount: %v, want ENOTCONN", err)
+	}
+	lfs(t, "mount", "--store", s, "main", mnt)
+	t.Cleanup(func() { unmount(t, mnt) })
+	if got := readString(t, filepath.Join(mnt, "hello.txt")); got != "hello\n" {
+		t.Errorf("after remounting: %q", got)
+	}
+	if n := strings.Count(mountinfo(t), " "+mnt+" "); n != 1 {
+		t.Errorf("%d mounts at %s, want 1 (the stale one detached)", n, mnt)
+	}
+}
+
+// TestMountTwiceIsRefused: a second mount at a live mount's place fails
+// and leaves the first alone.
+func TestMountTwiceIsRefused(t *testing.T) {
+	s := lifecycleStore(t)
+	mnt := mountStore(t, s, "main")
+	out, err := exec.Command(layerfsBin, "mount", "--store", s, "main", mnt).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "already mounted") {
+		t.Errorf("second mount: %v %s", err, out)
+	}
+	if got := readString(t, filepath.Join(mnt, "hello.txt")); got != "hello\n" {
+		t.Errorf("first mount after the refusal: %q", got)
+	}
+}
+
+// TestMountErrors: a bad ref and a missing Store fail before anything is
+// mounted, with the CLI's exit codes; umount refuses what layerfs did not
+// mount.
+func TestMountErrors(t *testing.T) {
+	s := lifecycleStore(t)
+	mnt := newMountpoint(t)
+	for _, c := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"mount", "--store", s, "nope", mnt}, 3},
+		{[]string{"mount", "--store", filepath.Join(t.TempDir(), "missing.layerfs"), "main", mnt}, 3},
+		{[]string{"mount", "--store", s, "-o", "frobnicate", "main", mnt}, 2},
+		{[]string{"umount", mnt}, 3},
+		{[]string{"umount", "/proc"}, 3},
+	} {
+		err := exec.Command(layerfsBin, c.args...).Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != c.code {
+			t.Errorf("layerfs %s: %v, want exit %d", strings.Join(c.args, " "), err, c.code)
+		}
+	}
+	if layerfsMounted(mnt) {
+		t.Error("a failed mount left a mount")
+	}
+}
+
+// TestMountHelperThroughMount8 runs mount -t fuse.layerfs STORE#REF, which
+// needs the helper where mount(8) looks for it: the test installs it in
+// /sbin for its duration (moving aside one already there) and removes it.
+func TestMountHelperThroughMount8(t *testing.T) {
+	installHelper(t)
+	s := lifecycleStore(t)
+	mnt := newMountpoint(t)
+	run(t, "/", nil, "mount", "-t", "fuse.layerfs", "-o", "ro,cache_size=32M", s+"#main", mnt)
+	t.Cleanup(func() { unmount(t, mnt) })
+	if got := readString(t, filepath.Join(mnt, "dir", "nested.txt")); got != "nested\n" {
+		t.Errorf("nested.txt = %q", got)
+	}
+	if info := mountinfo(t); !strings.Contains(info, " "+mnt+" ") || !strings.Contains(info, "fuse.layerfs "+s) {
+		t.Errorf("/proc/self/mountinfo does not show a fuse.layerfs mount of %s at %s", s, mnt)
+	}
+	run(t, "/", nil, "umount", mnt)
+	waitMounted(t, mnt, false)
+
+	run(t, "/", nil, "mount", "-t", "fuse.layerfs", s, mnt) // a Store alone: all Commits
+	if _, err := os.Readlink(filepath.Join(mnt, "branches", "main")); err != nil {
+		t.Errorf("all-commits mount through mount(8): %v", err)
+	}
+}
+
+const helperPath = "/sbin/mount.fuse.layerfs"
+
+func installHelper(t *testing.T) {
+	t.Helper()
+	built := filepath.Join(filepath.Dir(layerfsBin), "mount.fuse.layerfs")
+	data, err := os.ReadFile(built)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aside := helperPath + ".before-test"
+	if _, err := os.Lstat(helperPath); err == nil {
+		if err := os.Rename(helperPath, aside); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		os.Remove(helperPath)
+		os.Rename(aside, helperPath) // fails harmlessly when there was none
+	})
+	if err := os.WriteFile(helperPath, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mountinfo(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(string(b), `\043`, "#")
+}
