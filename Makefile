@@ -30,8 +30,11 @@ lint:
 bench: build
 	./bench/run.sh
 
+# mount.fuse.layerfs goes where mount(8) looks for helpers (SBINDIR, default
+# /sbin), so that mount -t fuse.layerfs and fstab lines work.
 install: build
 	install -m 0755 $(BIN)/layerfs $(PREFIX)/bin/layerfs
+	install -m 0755 $(BIN)/mount.fuse.layerfs $(or $(SBINDIR),/sbin)/mount.fuse.layerfs
 
 # The main job on a fresh machine: capture a real tree, export it, compare.
 demo: build
