@@ -237,6 +237,10 @@ func TestMountAllCommits(t *testing.T) {
 	if got, _ := os.ReadFile(old); string(got) != "one" {
 		t.Errorf("%s changed to %q", old, got)
 	}
+	lowerfs.SetTestBranch(t, s, "later", c1)
+	if names := readDirNames(t, filepath.Join(mnt, "branches")); strings.Join(names, ",") != "feature,later,main" {
+		t.Errorf("branches/ after a new branch: %v", names)
+	}
 	for _, missing := range []string{strings.Repeat("0", 64), "zzzz", "main", "L999"} {
 		if _, err := os.Lstat(filepath.Join(mnt, missing)); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s: %v", missing, err)

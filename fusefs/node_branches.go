@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -33,7 +34,7 @@ var (
 // newBranchesDir returns the node for prefix below parent.
 func newBranchesDir(ctx context.Context, fsys *fileSystem, parent *fs.Inode, prefix string, out *fuse.EntryOut) *fs.Inode {
 	ino := fsys.inos.ino(syntheticIdentity('B', prefix))
-	fillSyntheticDir(&out.Attr, fsys, ino)
+	fillSyntheticDir(&out.Attr, ino, time.Now())
 	ttl := fsys.opts.branchTimeout()
 	out.SetEntryTimeout(ttl)
 	out.SetAttrTimeout(ttl)
@@ -47,8 +48,11 @@ func newBranchesDir(ctx context.Context, fsys *fileSystem, parent *fs.Inode, pre
 	return parent.NewInode(ctx, &branchesDir{fsys: fsys, prefix: prefix}, fs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino})
 }
 
+// Getattr reports the time of the call as the mtime: the kernel keeps a
+// directory's listing until it sees the mtime change, and branches come
+// and go, so a listing lasts BranchTimeout, as links do.
 func (d *branchesDir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	fillSyntheticDir(&out.Attr, d.fsys, d.StableAttr().Ino)
+	fillSyntheticDir(&out.Attr, d.StableAttr().Ino, time.Now())
 	out.SetTimeout(d.fsys.opts.branchTimeout())
 	return 0
 }

@@ -35,7 +35,7 @@ var (
 )
 
 func (r *commitsRoot) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	fillSyntheticDir(&out.Attr, r.fsys, 1)
+	fillSyntheticDir(&out.Attr, 1, r.fsys.started)
 	out.SetTimeout(r.fsys.opts.branchTimeout())
 	return 0
 }
@@ -112,9 +112,9 @@ func newLink(ctx context.Context, fsys *fileSystem, parent *fs.Inode, name, targ
 }
 
 // fillSyntheticDir describes a directory that is in no tree: read-only for
-// everyone, owned by root, as old as the mount.
-func fillSyntheticDir(out *fuse.Attr, fsys *fileSystem, ino uint64) {
-	e := store.Entry{Type: store.TypeDir, Mode: 0555, MTime: fsys.started.UnixNano()}
+// everyone, owned by root, modified at mtime.
+func fillSyntheticDir(out *fuse.Attr, ino uint64, mtime time.Time) {
+	e := store.Entry{Type: store.TypeDir, Mode: 0555, MTime: mtime.UnixNano()}
 	fillAttr(out, &e, ino)
 }
 
