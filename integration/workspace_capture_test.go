@@ -1,0 +1,174 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/sessions"
+)
+
+// captureBase is the tree every capture case starts from. Every path in
+// it, directories and symlinks included, has the mtime captureTime.
+var captureBase = map[string]string{
+	"a.txt":           "alpha\n",
+	"b.txt":           "bravo\n",
+	"exec.sh":         "#!/bin/sh\necho exec\n",
+	"link":            "->a.txt",
+	"dangling":        "->nowhere",
+	"d/f":             "f\n",
+	"d/g":             "g\n",
+	"d/sub/h":         "h\n",
+	"d/sub/deep/i":    "i\n",
+	"e/":              "",
+	"tree/x/y/z":      "z\n",
+	"tree/x/w":        "w\n",
+	"tree/v":          "v\n",
+	"swap1/one":       "one\n",
+	"swap2/two":       "two\n",
+	"file2dir":        "a file, then a directory\n",
+	"dir2file/inner":  "inner\n",
+	"dir2file/sub/in": "in\n",
+}
+
+var captureTime = time.Date(2020, 1, 2, 3, 4, 5, 123456789, time.UTC)
+
+// captureCases run the same shell commands in a Workspace and in an ext4
+// copy of captureBase; the committed head must match the copy.
+var captureCases = []struct {
+	name, script string
+	status       string // default committed
+}{
+	{name: "create", script: "echo new > new.txt"},
+	{name: "create nested and empty dirs", script: "mkdir -p n1/n2 && echo deep > n1/n2/f && mkdir empty && printf x > d/added && echo z > tree/x/y/z2"},
+	{name: "create executable", script: "printf '#!/bin/sh\\n' > run.sh && chmod 755 run.sh"},
+	{name: "overwrite", script: "echo changed > a.txt && echo CHANGED > d/sub/h"},
+	{name: "overwrite bytes in a big file", script: "printf XXXXXXXXXX | dd of=big.bin bs=1 seek=150000 conv=notrunc 2>/dev/null"},
+	{name: "append", script: "echo more >> a.txt && echo more >> d/sub/deep/i && head -c 100000 big.bin >> big.bin"},
+	{name: "truncate shorter", script: "truncate -s 2 a.txt && truncate -s 1000 big.bin"},
+	{name: "truncate to zero", script: ": > b.txt"},
+	{name: "truncate longer", script: "truncate -s 200000 b.txt"},
+	{name: "delete file", script: "rm a.txt d/g link"},
+	{name: "delete dir tree", script: "rm -rf tree d/sub"},
+	{name: "delete empty dir", script: "rmdir e"},
+	{name: "delete and recreate dir", script: "rm -rf d && mkdir d && echo fresh > d/f && mkdir d/sub"},
+	{name: "delete and recreate file", script: "rm a.txt && echo alpha > a.txt"},
+	{name: "rename file", script: "mv a.txt a2.txt && mv b.txt d/sub/b.txt"},
+	{name: "rename file over another", script: "mv a.txt b.txt"},
+	{name: "rename lower dir", script: "mv d d2"},
+	{name: "rename lower dir elsewhere", script: "mkdir -p m && mv d/sub m/moved"},
+	{name: "rename lower dir and edit inside", script: "mv d d2 && echo y >> d2/f && rm d2/g && echo new > d2/sub/new && mv d2/sub/deep d2/deep2"},
+	{name: "rename lower dir twice", script: "mv d d2 && mv d2 tree/d3"},
+	{name: "rename inside a renamed dir", script: "mv d/sub d/sub2 && mv d z"},
+	{name: "swap two lower dirs", script: "mv swap1 tmp && mv swap2 swap1 && mv tmp swap2"},
+	{name: "rename dir and reuse its name", script: "mv d d2 && mkdir d && echo new > d/f"},
+	{name: "rename dir over empty dir", script: "mv d e"},
+	{name: "rename new dir", script: "mkdir -p n/m && echo x > n/m/f && mv n n2"},
+	{name: "chmod only", script: "chmod 600 a.txt && chmod 755 b.txt && chmod 700 d && chmod 555 d/sub/deep"},
+	{name: "symlink create", script: "ln -s a.txt newlink && ln -s d/sub d/dirlink && ln -s /abs/target abs"},
+	{name: "symlink retarget", script: "ln -sfn b.txt link && ln -sfn somewhere dangling"},
+	{name: "symlink replaced by file", script: "rm link && echo x > link"},
+	{name: "touch only", script: "touch a.txt && touch -d '2022-03-04 05:06:07.5' b.txt d/sub && touch -h -d '2021-01-01 00:00:00' link"},
+	{name: "copy-up without change", status: api.StatusUpToDate,
+		script: ": <> a.txt && chmod 644 b.txt && : <> d/sub/deep/i && chown 0:0 exec.sh && cat big.bin > /dev/null && touch -d '2020-01-02 03:04:05.123456789' tree/v"},
+	{name: "hard link", script: "ln a.txt hard.txt && ln d/f d/sub/f2 && echo n > n.txt && ln n.txt n2.txt"},
+	{name: "hard link then write", script: "ln a.txt hard.txt && echo w >> hard.txt"},
+	{name: "file replaced by dir", script: "rm file2dir && mkdir file2dir && echo x > file2dir/in"},
+	{name: "dir replaced by file", script: "rm -rf dir2file && echo now a file > dir2file"},
+	{name: "dir replaced by symlink", script: "rm -rf tree && ln -s d tree"},
+	{name: "rename copied-up dir", script: "echo x > d/new && rm d/g && mv d d2"},
+	{name: "rename dir then delete it", script: "mv d d2 && rm -rf d2"},
+	{name: "rename dir into a new deep dir", script: "mkdir -p a/b/c && mv d a/b/c/d && mv tree a/b/t"},
+	{name: "rename dir into a renamed dir", script: "mv tree t2 && mv d t2/d"},
+	{name: "rename dir into a dir that replaced a file", script: "rm file2dir && mkdir file2dir && mv d file2dir/d"},
+	{name: "move a file out and delete its dir", script: "mv d/f f2 && mv d/sub/h h2 && rm -rf d"},
+	{name: "rename file away and back", status: api.StatusUpToDate, script: "mv a.txt x && mv x a.txt"},
+	{name: "rename dir away and back", status: api.StatusUpToDate, script: "mv d d2 && mv d2 d"},
+	{name: "rewrite same content", script: "printf 'alpha\\n' > a.txt"},
+	{name: "names with spaces and unicode", script: "echo x > 'sp ace.txt' && mkdir 'dír ü' && echo y > 'dír ü/f' && mv d 'd renamed' && mv swap1 'swap ✓'"},
+	{name: "long names", script: "n=$(printf 'n%.0s' $(seq 255)) && echo x > $n && mkdir -p e/$n && mv tree e/$n/tree"},
+	{name: "special modes and owners", script: "chmod 4755 exec.sh && chmod 1777 e && chmod 2750 d && chown 1000:1000 a.txt && chown -h 7:7 link"},
+	{name: "empty and large new files", script: ": > empty && yes abcdefgh | head -c 2000000 > big2 && cp big.bin big3"},
+	{name: "everything at once", script: "echo 1 > a.txt && rm b.txt && mv d d2 && rm -rf tree && mkdir tree && echo t > tree/t && ln -sfn d2 link && chmod 700 e && touch -d '2023-01-01' exec.sh"},
+}
+
+// TestWorkspaceCaptureTable runs each case's commands in a Workspace of a
+// branch forked from the base, commits, and compares the branch head
+// three ways: with diff -r and find against an ext4 copy that ran the same
+// commands (mtimes compared as unchanged, set to a given time, or set to
+// now); with find against the Workspace's view before the commit, mtimes
+// to the nanosecond; and the view after the commit (the new head through
+// FUSE) against the view before it.
+func TestWorkspaceCaptureTable(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "base")
+	writeTree(t, src, captureBase)
+	if err := os.WriteFile(filepath.Join(src, "big.bin"), randomBytes(5, 300<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(src, "exec.sh"), 0o755)
+	setTimes(t, src, captureTime)
+	d := startDaemonFrom(t, src, sessions.Config{})
+	base := findTree(t, src)
+	for i, c := range captureCases {
+		t.Run(c.name, func(t *testing.T) {
+			branch := fmt.Sprintf("case-%d", i)
+			if _, err := d.st.Fork(branch, "main"); err != nil {
+				t.Fatal(err)
+			}
+			want := filepath.Join(t.TempDir(), "ext4")
+			if out, err := exec.Command("cp", "-a", src, want).CombinedOutput(); err != nil {
+				t.Fatalf("cp -a: %v %s", err, out)
+			}
+			run(t, want, nil, "sh", "-ec", c.script)
+
+			w := d.create(t, branch)
+			d.sh(t, w.ID, "set -e; "+c.script)
+			view := findTree(t, w.HostPath)
+			status := c.status
+			if status == "" {
+				status = api.StatusCommitted
+			}
+			d.commit(t, w.ID, status)
+			after := findTree(t, w.HostPath)
+			head := exportRef(t, d.st, branch)
+
+			diffR(t, want, head)
+			if diff := diffTrees(findTree(t, want), findTree(t, head), mtimeClass(base)); diff != "" {
+				t.Errorf("head differs from the ext4 copy:\n%s", diff)
+			}
+			if diff := diffTrees(view, findTree(t, head), nil); diff != "" {
+				t.Errorf("head differs from the Workspace before the commit:\n%s", diff)
+			}
+			if diff := diffTrees(view, after, nil); diff != "" {
+				t.Errorf("the Workspace after the commit differs from before:\n%s", diff)
+			}
+			if err := d.End(w.ID, false); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// mtimeClass makes mtimes comparable between two trees that ran the same
+// commands at different moments: an mtime the base had stays as it is
+// when the path existed in the base, one set to a given time (years back)
+// stays, and one set to "now" becomes "recent".
+func mtimeClass(base map[string]findEntry) func(string, findEntry) findEntry {
+	baseTime := base["a.txt"].MTime
+	recent := float64(time.Now().Add(-time.Hour).Unix())
+	return func(p string, e findEntry) findEntry {
+		var secs float64
+		fmt.Sscanf(e.MTime, "%f", &secs)
+		switch {
+		case e.MTime == baseTime:
+			e.MTime = "base"
+		case secs > recent:
+			e.MTime = "recent"
+		}
+		return e
+	}
+}
