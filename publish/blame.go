@@ -72,14 +72,12 @@ func loadVersion(g extents.Getter, e *store.Entry) (*version, error) {
 	if e.Size > maxBlameBytes {
 		return &version{binary: true}, nil
 	}
-	data := make([]byte, e.Size)
-	if _, err := extents.NewReader(g, extents.File{ID: e.ID, Size: e.Size}).ReadAt(data, 0); err != nil && e.Size > 0 {
+	data, err := readAll(g, e)
+	if err != nil {
 		return nil, err
 	}
-	for _, b := range data[:min(len(data), 8000)] {
-		if b == 0 {
-			return &version{binary: true}, nil
-		}
+	if !isText(data) {
+		return &version{binary: true}, nil
 	}
 	return &version{lines: SplitLines(data)}, nil
 }

@@ -7,36 +7,56 @@ import (
 	"github.com/layerfs/layerfs/store"
 )
 
-// recordBlame appends the ownership of every file a landed Commit wrote.
-// parent is the tree the changes landed on.
-func recordBlame(s *store.Store, parent, commit object.ID, cs *Changeset, origin string) error {
+// blamer records line ownership for the files a landed Commit wrote.
+type blamer struct {
+	s      *store.Store
+	parent object.ID // the tree the changes landed on
+	commit object.ID
+	origin string
+	carry  bool // a branch merge: content keeps the owners it has
+	merges map[string]*mergeInfo
+}
+
+// record appends one ownership row per file the Commit wrote.
+func (b *blamer) record(cs *Changeset) error {
 	var rows []store.BlameRow
 	for i := range cs.Changes {
 		c := &cs.Changes[i]
 		if c.Entry == nil {
 			continue
 		}
-		r, err := blameRows(s, parent, commit, c, origin)
+		if mi, ok := b.merges[c.Path]; ok {
+			row, err := b.mergedRow(c.Path, mi)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, row)
+			continue
+		}
+		if b.carry {
+			continue // the content's recorded owners stand as they are
+		}
+		r, err := b.rows(c)
 		if err != nil {
 			return err
 		}
 		rows = append(rows, r...)
 	}
-	return s.AppendBlame(rows)
+	return b.s.AppendBlame(rows)
 }
 
-// blameRows attributes the lines of one changed path: a file, or every file
-// of a directory moved or copied in whole.
-func blameRows(s *store.Store, parent, commit object.ID, c *Change, origin string) ([]store.BlameRow, error) {
+// rows attributes one changed path: a file, or every file of a directory
+// moved or copied in whole.
+func (b *blamer) rows(c *Change) ([]store.BlameRow, error) {
 	switch {
 	case c.Entry.Type == store.TypeFile:
-		row, err := blameFile(s, parent, commit, c.Path, oldPath(c), c.Entry, origin)
+		row, err := b.file(c.Path, oldPath(c), c.Entry)
 		if err != nil {
 			return nil, err
 		}
 		return []store.BlameRow{row}, nil
 	case c.Entry.Type == store.TypeDir && c.From != "" && !c.Entry.ID.IsZero():
-		return blameMovedTree(s, parent, commit, c.Entry.ID, c.Path, c.From, origin)
+		return b.movedTree(c.Entry.ID, c.Path, c.From)
 	}
 	return nil, nil
 }
@@ -48,35 +68,37 @@ func oldPath(c *Change) string {
 	return c.Path
 }
 
-func blameFile(s *store.Store, parent, commit object.ID, path, from string, e *store.Entry, origin string) (store.BlameRow, error) {
-	row := store.BlameRow{Path: path, Content: e.ID, Commit: commit}
-	nv, err := loadVersion(s, e)
+// file attributes a file's lines against the version it replaced (at from
+// in the parent tree): kept lines keep their owners, new ones are ours.
+func (b *blamer) file(path, from string, e *store.Entry) (store.BlameRow, error) {
+	row := store.BlameRow{Path: path, Content: e.ID, Commit: b.commit}
+	nv, err := loadVersion(b.s, e)
 	if err != nil {
 		return row, err
 	}
-	old, err := s.Lookup(parent, from)
+	old, err := b.s.Lookup(b.parent, from)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && old.Type != store.TypeFile) {
-		row.Own = uniform(nv, origin)
+		row.Own = uniform(nv, b.origin)
 		return row, nil
 	}
 	if err != nil {
 		return row, err
 	}
-	ov, err := loadVersion(s, &old)
+	ov, err := loadVersion(b.s, &old)
 	if err != nil {
 		return row, err
 	}
-	own, err := ownershipOf(s, from, &old, ov)
+	own, err := ownershipOf(b.s, from, &old, ov)
 	if err != nil {
 		return row, err
 	}
-	row.Own = attribute(own, ov, nv, origin)
+	row.Own = attribute(own, ov, nv, b.origin)
 	return row, nil
 }
 
-// blameMovedTree carries ownership over for every file of a moved tree.
-func blameMovedTree(s *store.Store, parent, commit, tree object.ID, to, from, origin string) ([]store.BlameRow, error) {
-	t, err := s.Tree(tree)
+// movedTree carries ownership over for every file of a moved tree.
+func (b *blamer) movedTree(tree object.ID, to, from string) ([]store.BlameRow, error) {
+	t, err := b.s.Tree(tree)
 	if err != nil {
 		return nil, err
 	}
@@ -86,13 +108,13 @@ func blameMovedTree(s *store.Store, parent, commit, tree object.ID, to, from, or
 		dst, src := joinPath(to, e.Name), joinPath(from, e.Name)
 		switch e.Type {
 		case store.TypeFile:
-			row, err := blameFile(s, parent, commit, dst, src, e, origin)
+			row, err := b.file(dst, src, e)
 			if err != nil {
 				return nil, err
 			}
 			rows = append(rows, row)
 		case store.TypeDir:
-			sub, err := blameMovedTree(s, parent, commit, e.ID, dst, src, origin)
+			sub, err := b.movedTree(e.ID, dst, src)
 			if err != nil {
 				return nil, err
 			}
@@ -100,4 +122,45 @@ func blameMovedTree(s *store.Store, parent, commit, tree object.ID, to, from, or
 		}
 	}
 	return rows, nil
+}
+
+// mergedRow credits each line of a merged file to where it came from: a
+// head line keeps its owner (Origin::Active), a line of ours belongs to the
+// command — or, for a branch merge, keeps the owner it has there.
+func (b *blamer) mergedRow(path string, mi *mergeInfo) (store.BlameRow, error) {
+	headOwn, err := ownershipOf(b.s, path, mi.head, mi.headV)
+	if err != nil {
+		return store.BlameRow{}, err
+	}
+	oursOwn, err := b.oursOwnership(path, mi)
+	if err != nil {
+		return store.BlameRow{}, err
+	}
+	heads, ours := expand(headOwn, len(mi.headV.lines)), expand(oursOwn, len(mi.ouV.lines))
+	owners := make([]string, len(mi.merged.Sources))
+	for i, src := range mi.merged.Sources {
+		if src.Side == FromHead {
+			owners[i] = heads[src.Index]
+		} else {
+			owners[i] = ours[src.Index]
+		}
+	}
+	return store.BlameRow{Path: path, Content: mi.result, Commit: b.commit, Own: compress(owners)}, nil
+}
+
+// oursOwnership is who owns the lines of ours' version: for a branch
+// merge, whoever they belong to on that branch; otherwise the base's
+// owners for kept lines and the command for changed ones.
+func (b *blamer) oursOwnership(path string, mi *mergeInfo) (store.Ownership, error) {
+	if b.carry {
+		return ownershipOf(b.s, path, mi.ours, mi.ouV)
+	}
+	if mi.base == nil {
+		return uniform(mi.ouV, b.origin), nil
+	}
+	baseOwn, err := ownershipOf(b.s, path, mi.base, mi.baseV)
+	if err != nil {
+		return store.Ownership{}, err
+	}
+	return attribute(baseOwn, mi.baseV, mi.ouV, b.origin), nil
 }

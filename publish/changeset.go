@@ -70,10 +70,10 @@ type changeNode struct {
 	children map[string]*changeNode
 }
 
-func buildTrie(cs *Changeset) *changeNode {
+func buildTrie(changes []Change) *changeNode {
 	root := &changeNode{}
-	for i := range cs.Changes {
-		c := &cs.Changes[i]
+	for i := range changes {
+		c := &changes[i]
 		n := root
 		for _, name := range strings.Split(c.Path, "/") {
 			if n.children == nil {

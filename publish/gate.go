@@ -3,7 +3,6 @@ package publish
 import (
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/layerfs/layerfs/object"
@@ -18,8 +17,8 @@ const (
 	Committed Status = iota + 1
 	// UpToDate: the result equals head's tree; no Commit was made.
 	UpToDate
-	// Conflict: a touched path changed on the branch since the base;
-	// nothing was written.
+	// Conflict: a path changed on both sides in a way the gate cannot
+	// merge; nothing was written.
 	Conflict
 )
 
@@ -43,8 +42,17 @@ type Result struct {
 	// Head is the head the changes met: the new commit's parent, or the
 	// head that made them UpToDate or Conflict.
 	Head object.ID
-	// Paths are the conflicting paths (Conflict).
+	// Paths are the conflicting paths (Conflict), sorted.
 	Paths []string
+	// Conflicts says, per conflicting path, why and — for overlapping text
+	// edits — how the merge went, so a Workspace can write markers.
+	Conflicts []PathConflict
+	// Merged lists the paths both sides changed whose edits merged line by
+	// line (the merged content landed, or would have without a conflict
+	// elsewhere).
+	Merged []MergedPath
+	// LWW lists the .lww decisions: which side won each path.
+	LWW []store.LWWDecision
 	// Objects counts what the publish stored and reused.
 	Objects store.BatchStats
 	// Timing of the phases.
@@ -59,6 +67,14 @@ type Meta struct {
 	Origin  string // operation:<id> or workspace_session:<id>
 	Message string
 	Time    int64 // ns; zero means now
+	// Parents beyond head: the merged branch's head, for a branch merge.
+	Parents []object.ID
+	// Carry keeps the line owners the changed content already has (a
+	// branch merge brings its lines' authors along) instead of crediting
+	// the changed lines to Origin.
+	Carry bool
+	// Force lands files that still hold conflict markers.
+	Force bool
 }
 
 // inlineMax is how many staged bytes may ride in the ref transaction; more
@@ -83,7 +99,7 @@ func Publish(s *store.Store, branch string, cs *Changeset, content *store.Stage,
 	if content == nil {
 		content = s.NewStage()
 	}
-	g := &gate{s: s, branch: branch, cs: cs, trie: buildTrie(cs), meta: meta}
+	g := &gate{s: s, branch: branch, cs: cs, meta: meta, content: content}
 	b, err := s.Branch(branch)
 	if err != nil {
 		return nil, err
@@ -99,7 +115,7 @@ func Publish(s *store.Store, branch string, cs *Changeset, content *store.Stage,
 	}
 	res.Prepare = time.Since(start)
 	locked := time.Now()
-	err = s.Update(func(tx *store.RefTx) error { return g.land(tx, content, res) })
+	err = s.Update(func(tx *store.RefTx) error { return g.land(tx, res) })
 	res.Lock = time.Since(locked)
 	res.Objects = addStats(content.Stats(), g.trees.Stats())
 	if errors.Is(err, errConflict) || (err == nil && res.Status != Committed) {
@@ -114,64 +130,72 @@ func Publish(s *store.Store, branch string, cs *Changeset, content *store.Stage,
 	return res, nil
 }
 
-// audit records line ownership for a landed Commit; a failure leaves the
-// Commit standing.
-func (g *gate) audit(res *Result) error {
-	parent, err := g.s.Commit(res.Head)
-	if err != nil {
-		return err
-	}
-	return recordBlame(g.s, parent.Tree, res.Commit, g.cs, g.meta.Origin)
-}
-
 // gate is one publish in progress.
 type gate struct {
-	s      *store.Store
-	branch string
-	cs     *Changeset
-	trie   *changeNode
-	meta   Meta
-	trees  *store.Stage // new trees and the commit, rebuilt if head moves
+	s       *store.Store
+	branch  string
+	cs      *Changeset
+	meta    Meta
+	content *store.Stage // the caller's new file content
+	trees   *store.Stage // merged content, new trees and the commit: rebuilt if head moves
+	merges  map[string]*mergeInfo
 }
 
-// prepare checks cs against head and builds the commit that would land on
-// it. A Conflict or UpToDate result is final.
+// prepare checks cs against head, merges what both sides changed, and
+// builds the commit that would land on head. A Conflict or UpToDate result
+// is final.
 func (g *gate) prepare(head object.ID) (*Result, error) {
 	base := g.cs.Base
 	if base.IsZero() {
 		base = head
 	}
 	res := &Result{Head: head}
+	g.trees = g.s.NewStage()
+	g.merges = nil
+	changes := g.cs.Changes
 	if base != head {
-		paths, err := g.conflicts(base, head)
+		r, err := g.reconcile(base, head)
 		if err != nil {
 			return nil, err
 		}
-		if len(paths) > 0 {
-			res.Status, res.Paths = Conflict, paths
+		res.Merged, res.LWW, res.Conflicts = r.merged, r.lww, r.conflicts
+		if len(r.conflicts) > 0 {
+			res.Status, res.Paths = Conflict, conflictPaths(r.conflicts)
 			return res, nil
 		}
+		changes, g.merges = r.changes, r.merges
 	}
+	if !g.meta.Force {
+		if err := g.checkMarkers(changes); err != nil {
+			return nil, err
+		}
+	}
+	return g.build(res, head, base, changes)
+}
+
+// build applies changes to head's tree and stages the commit.
+func (g *gate) build(res *Result, head, base object.ID, changes []Change) (*Result, error) {
 	headCommit, err := g.s.Commit(head)
 	if err != nil {
 		return nil, err
 	}
-	g.trees = g.s.NewStage()
 	a := &applier{s: g.s, stage: g.trees, now: g.meta.Time}
-	root, err := a.apply(headCommit.Tree, g.trie)
+	root, err := a.apply(headCommit.Tree, buildTrie(changes))
 	var nd *notDirError
 	if errors.As(err, &nd) && base != head {
 		res.Status, res.Paths = Conflict, []string{nd.path}
+		res.Conflicts = []PathConflict{{Path: nd.path, Kind: ConflictType}}
 		return res, nil // head turned a needed directory into a file
 	}
 	if err != nil {
 		return nil, err
 	}
-	if root == headCommit.Tree {
+	if root == headCommit.Tree && len(g.meta.Parents) == 0 {
 		res.Status = UpToDate
 		return res, nil
 	}
-	c := &store.Commit{Tree: root, Parents: []object.ID{head}, Origin: g.meta.Origin, Message: g.meta.Message, Time: g.meta.Time}
+	c := &store.Commit{Tree: root, Parents: append([]object.ID{head}, g.meta.Parents...),
+		Origin: g.meta.Origin, Message: g.meta.Message, Time: g.meta.Time}
 	if res.Commit, err = g.trees.Put(object.KindCommit, c.Encode()); err != nil {
 		return nil, err
 	}
@@ -180,9 +204,9 @@ func (g *gate) prepare(head object.ID) (*Result, error) {
 }
 
 // land runs inside the ref transaction: if head is still the one prepared
-// against, write and move; otherwise redo the check and the rebuild here,
+// against, write and move; otherwise redo the merge and the rebuild here,
 // under the lock, so this writer cannot starve.
-func (g *gate) land(tx *store.RefTx, content *store.Stage, res *Result) error {
+func (g *gate) land(tx *store.RefTx, res *Result) error {
 	cur, err := tx.Head(g.branch)
 	if err != nil {
 		return err
@@ -197,68 +221,54 @@ func (g *gate) land(tx *store.RefTx, content *store.Stage, res *Result) error {
 			return errConflict // roll back: nothing to write
 		}
 	}
-	tx.Write(content)
+	tx.Write(g.content)
 	tx.Write(g.trees)
+	if len(res.LWW) > 0 {
+		if err := tx.RecordLWW(res.Commit, res.LWW); err != nil {
+			return err
+		}
+	}
 	return tx.SetHead(g.branch, res.Head, res.Commit)
 }
 
-// conflicts lists the touched paths whose fingerprints differ between base
-// and head.
-func (g *gate) conflicts(base, head object.ID) ([]string, error) {
-	bc, err := g.s.Commit(base)
+// audit records line ownership for a landed Commit; a failure leaves the
+// Commit standing.
+func (g *gate) audit(res *Result) error {
+	parent, err := g.s.Commit(res.Head)
 	if err != nil {
-		return nil, fmt.Errorf("base %s: %w", base.Short(), err)
+		return err
 	}
-	hc, err := g.s.Commit(head)
-	if err != nil {
-		return nil, fmt.Errorf("head %s: %w", head.Short(), err)
+	b := &blamer{s: g.s, parent: parent.Tree, commit: res.Commit, origin: g.meta.Origin,
+		carry: g.meta.Carry, merges: g.merges}
+	return b.record(g.cs)
+}
+
+// fingerprint of path p in tree root; a missing path (or one below a
+// non-directory) has the zero Fingerprint.
+func fingerprint(s *store.Store, root object.ID, p string) (Fingerprint, error) {
+	e, err := lookup(s, root, p)
+	if err != nil || e == nil {
+		return Fingerprint{}, err
 	}
-	if bc.Tree == hc.Tree {
+	return fingerprintOf(e), nil
+}
+
+// lookup finds p below root; nil when it is missing.
+func lookup(s *store.Store, root object.ID, p string) (*store.Entry, error) {
+	e, err := s.Lookup(root, p)
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
-	var out []string
-	for i := range g.cs.Changes {
-		c := &g.cs.Changes[i]
-		fb, err := fingerprint(g.s, bc.Tree, c.Path)
-		if err != nil {
-			return nil, err
-		}
-		fh, err := fingerprint(g.s, hc.Tree, c.Path)
-		if err != nil {
-			return nil, err
-		}
-		if fb == fh {
-			continue
-		}
-		if metaOnly(c) && (!fh.Exists || fh.Type == store.TypeDir) {
-			// A directory made or kept, with its own metadata: what lies
-			// below it may change freely on both sides. Only head turning
-			// it into something else conflicts.
-			continue
-		}
-		out = append(out, c.Path)
+	if err != nil {
+		return nil, err
 	}
-	sort.Strings(out)
-	return out, nil
+	return &e, nil
 }
 
 // metaOnly reports whether c changes only a directory's own metadata,
 // keeping whatever it holds.
 func metaOnly(c *Change) bool {
 	return c.Entry != nil && c.Entry.Type == store.TypeDir && c.Entry.ID.IsZero() && !c.Opaque
-}
-
-// fingerprint of path p in tree root; a missing path (or one below a
-// non-directory) has the zero Fingerprint.
-func fingerprint(s *store.Store, root object.ID, p string) (Fingerprint, error) {
-	e, err := s.Lookup(root, p)
-	if errors.Is(err, store.ErrNotFound) {
-		return Fingerprint{}, nil
-	}
-	if err != nil {
-		return Fingerprint{}, err
-	}
-	return fingerprintOf(&e), nil
 }
 
 func addStats(a, b store.BatchStats) store.BatchStats {

@@ -18,6 +18,7 @@ const GetManyMax = 64
 // particular order, with its verified bytes or the error Get would return.
 // At most GetManyMax ids are read per query; more are split.
 func (s *Store) GetMany(ids []object.ID, k object.Kind, fn func(id object.ID, data []byte, err error)) error {
+	ids = distinct(ids)
 	for len(ids) > 0 {
 		n := min(len(ids), GetManyMax)
 		if err := s.getMany(ids[:n], k, fn); err != nil {
@@ -26,6 +27,19 @@ func (s *Store) GetMany(ids []object.ID, k object.Kind, fn func(id object.ID, da
 		ids = ids[n:]
 	}
 	return nil
+}
+
+// distinct returns ids without repeats, in their first order.
+func distinct(ids []object.ID) []object.ID {
+	seen := make(map[object.ID]bool, len(ids))
+	out := ids[:0:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func (s *Store) getMany(ids []object.ID, k object.Kind, fn func(id object.ID, data []byte, err error)) error {

@@ -120,7 +120,7 @@ func TestOpenMigratesFormat1(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := putFlush(t, s, object.KindChunk, []byte("kept across the migration"))
-	for _, q := range []string{`DROP TABLE blame`, `DROP TABLE leases`, `PRAGMA user_version = 1`, `UPDATE meta SET value = '1' WHERE key = 'version'`} {
+	for _, q := range []string{`DROP TABLE blame`, `DROP TABLE leases`, `DROP TABLE lww`, `ALTER TABLE manifest DROP COLUMN squashed_into`, `PRAGMA user_version = 1`, `UPDATE meta SET value = '1' WHERE key = 'version'`} {
 		if _, err := s.w.Exec(q); err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 
 // FormatVersion is the Store's on-disk format, kept in PRAGMA user_version
 // and in meta. Bump it with every schema change and add a migration.
-const FormatVersion = 3
+const FormatVersion = 4
 
 // schemaV1 creates a fresh Store. Objects and packs are append-only: the
 // triggers make SQLite itself refuse to rewrite history.
@@ -99,6 +99,19 @@ CREATE TABLE leases (
 	created   INTEGER NOT NULL,
 	updated   INTEGER NOT NULL
 );
+`,
+	// 4: .lww decisions kept with their Commit; squashed layers stay in the
+	// manifest, hidden, so L<n> of a squashed layer still resolves.
+	3: `
+CREATE TABLE lww (
+	commit_id  BLOB NOT NULL,
+	path       TEXT NOT NULL,
+	winner     TEXT NOT NULL,
+	ours_mtime INTEGER NOT NULL,
+	head_mtime INTEGER NOT NULL,
+	PRIMARY KEY (commit_id, path)
+);
+ALTER TABLE manifest ADD COLUMN squashed_into INTEGER;
 `,
 }
 

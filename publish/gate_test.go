@@ -1,0 +1,208 @@
+package publish
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/layerfs/layerfs/extents"
+	"github.com/layerfs/layerfs/object"
+	"github.com/layerfs/layerfs/store"
+)
+
+// repo is a Store with a main branch, for gate tests.
+type repo struct {
+	t *testing.T
+	s *store.Store
+}
+
+func newRepo(t *testing.T, files map[string]string) *repo {
+	t.Helper()
+	s := store.NewTestStore(t)
+	b := s.NewBatch()
+	tree, _ := b.PutTree(&store.Tree{})
+	c, _ := b.PutCommit(&store.Commit{Tree: tree, Origin: store.OriginInit, Time: 1})
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(func(tx *store.RefTx) error { return tx.CreateBranch("main", c, "test") }); err != nil {
+		t.Fatal(err)
+	}
+	r := &repo{t, s}
+	if len(files) > 0 {
+		r.publish(r.head(), "operation:setup", 10, files, nil)
+	}
+	return r
+}
+
+func (r *repo) head() object.ID {
+	b, err := r.s.Branch("main")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return b.Head
+}
+
+// publish writes files (content "" with deleted listing a delete) from
+// base, with every new entry's mtime set to mtime.
+func (r *repo) publish(base object.ID, origin string, mtime int64, files map[string]string, deleted []string, meta ...Meta) *Result {
+	r.t.Helper()
+	st := r.s.NewStage()
+	cs := &Changeset{Base: base}
+	for p, data := range files {
+		f, err := extents.WriteBytes(st, []byte(data))
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		cs.Changes = append(cs.Changes, Change{Path: p, Entry: &store.Entry{Type: store.TypeFile, Mode: 0o644, ID: f.ID, Size: f.Size, MTime: mtime}})
+	}
+	for _, p := range deleted {
+		cs.Changes = append(cs.Changes, Change{Path: p})
+	}
+	m := Meta{Origin: origin, Message: "test"}
+	if len(meta) > 0 {
+		m = meta[0]
+		m.Origin = origin
+	}
+	res, err := Publish(r.s, "main", cs, st, m)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return res
+}
+
+func (r *repo) read(p string) string {
+	r.t.Helper()
+	c, _ := r.s.Commit(r.head())
+	e, err := r.s.Lookup(c.Tree, p)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	data, err := readAll(r.s, &e)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return string(data)
+}
+
+func TestGateMergesDisjointHunks(t *testing.T) {
+	r := newRepo(t, map[string]string{"f.txt": "1\n2\n3\n4\n5\n6\n7\n8\n"})
+	base := r.head()
+	r.publish(base, "operation:head", 20, map[string]string{"f.txt": "1\nTWO\n3\n4\n5\n6\n7\n8\n"}, nil)
+	res := r.publish(base, "operation:ours", 30, map[string]string{"f.txt": "1\n2\n3\n4\n5\n6\n7\nEIGHT\n"}, nil)
+	if res.Status != Committed || len(res.Merged) != 1 || res.Merged[0].Path != "f.txt" {
+		t.Fatalf("merge: %s merged %v conflicts %v", res.Status, res.Merged, res.Paths)
+	}
+	if got := r.read("f.txt"); got != "1\nTWO\n3\n4\n5\n6\n7\nEIGHT\n" {
+		t.Fatalf("merged content %q", got)
+	}
+	own := ownersAt(t, r, "f.txt")
+	want := "operation:setup operation:head operation:setup operation:setup operation:setup operation:setup operation:setup operation:ours"
+	if own != want {
+		t.Errorf("blame through the merge:\n got %s\nwant %s", own, want)
+	}
+}
+
+func ownersAt(t *testing.T, r *repo, p string) string {
+	t.Helper()
+	c, _ := r.s.Commit(r.head())
+	b, err := Blame(r.s, c.Tree, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, rg := range b.Ranges {
+		for i := rg.Start; i <= rg.End; i++ {
+			out = append(out, rg.Owner)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func TestGateConflictKinds(t *testing.T) {
+	r := newRepo(t, map[string]string{"t.txt": "a\nb\nc\n", "d.txt": "x\n", "bin": "\x00\x01\x02"})
+	base := r.head()
+	r.publish(base, "operation:head", 20, map[string]string{"t.txt": "a\nHEAD\nc\n", "bin": "\x00\x09"}, []string{"d.txt"})
+	res := r.publish(base, "operation:ours", 30, map[string]string{"t.txt": "a\nOURS\nc\n", "d.txt": "y\n", "bin": "\x00\x08"}, nil)
+	if res.Status != Conflict {
+		t.Fatalf("status %s", res.Status)
+	}
+	kinds := map[string]string{}
+	for _, c := range res.Conflicts {
+		kinds[c.Path] = c.Kind
+	}
+	if kinds["t.txt"] != ConflictText || kinds["d.txt"] != ConflictDelete || kinds["bin"] != ConflictBinary {
+		t.Fatalf("conflict kinds %v", kinds)
+	}
+	for _, c := range res.Conflicts {
+		if c.Path == "t.txt" && !strings.Contains(strings.Join(c.Merge.WithMarkers("h"), ""), "<<<<<<< ours\nOURS\n||||||| base\nb\n=======\nHEAD\n>>>>>>> head h\n") {
+			t.Errorf("markers: %q", c.Merge.WithMarkers("h"))
+		}
+	}
+	if got := r.read("t.txt"); got != "a\nHEAD\nc\n" {
+		t.Errorf("a conflict must write nothing: %q", got)
+	}
+}
+
+func TestGateLastWriterWins(t *testing.T) {
+	r := newRepo(t, map[string]string{".lww": "package-lock.json\n%include more.lww\n", "more.lww": "*.gen\n", "package-lock.json": "v0\n", "x.gen": "g0\n", "src.txt": "1\n2\n3\n"})
+	base := r.head()
+	r.publish(base, "operation:head", 100, map[string]string{"package-lock.json": "head\n", "x.gen": "head\n", "src.txt": "ONE\n2\n3\n"}, nil)
+	res := r.publish(base, "operation:ours", 50, map[string]string{"package-lock.json": "ours\n", "x.gen": "ours\n", "src.txt": "1\n2\nTHREE\n"}, nil)
+	if res.Status != Committed || len(res.LWW) != 2 {
+		t.Fatalf("lww: %s %+v %v", res.Status, res.LWW, res.Paths)
+	}
+	for _, d := range res.LWW {
+		if d.Winner != store.LWWHead || d.HeadMTime != 100 || d.OursMTime != 50 {
+			t.Errorf("decision %+v: the newer (head) must win", d)
+		}
+	}
+	if got := r.read("package-lock.json") + r.read("x.gen") + r.read("src.txt"); got != "head\nhead\nONE\n2\nTHREE\n" {
+		t.Errorf("after lww: %q", got)
+	}
+	kept, err := r.s.LWW(res.Commit)
+	if err != nil || len(kept) != 2 {
+		t.Errorf("decisions kept on the commit: %+v %v", kept, err)
+	}
+	// Newer ours wins; a tie goes to ours.
+	base = r.head()
+	r.publish(base, "operation:head", 200, map[string]string{"package-lock.json": "head2\n"}, nil)
+	res = r.publish(base, "operation:ours", 200, map[string]string{"package-lock.json": "ours2\n"}, nil)
+	if res.Status != Committed || res.LWW[0].Winner != store.LWWOurs || r.read("package-lock.json") != "ours2\n" {
+		t.Errorf("tie: %+v %q", res.LWW, r.read("package-lock.json"))
+	}
+}
+
+func TestGateRefusesMarkersUnlessForced(t *testing.T) {
+	r := newRepo(t, map[string]string{"f.txt": "x\n"})
+	marked := "a\n<<<<<<< ours\nb\n||||||| base\nc\n=======\nd\n>>>>>>> head 1234\n"
+	st := r.s.NewStage()
+	f, _ := extents.WriteBytes(st, []byte(marked))
+	cs := &Changeset{Changes: []Change{{Path: "f.txt", Entry: &store.Entry{Type: store.TypeFile, Mode: 0o644, ID: f.ID, Size: f.Size}}}}
+	if _, err := Publish(r.s, "main", cs, st, Meta{Origin: "operation:x"}); !errors.Is(err, ErrMarkers) {
+		t.Fatalf("markers accepted: %v", err)
+	}
+	res, err := Publish(r.s, "main", cs, st, Meta{Origin: "operation:x", Force: true})
+	if err != nil || res.Status != Committed {
+		t.Fatalf("forced: %v", err)
+	}
+}
+
+func TestGateIgnoredPathsAreNotValidated(t *testing.T) {
+	r := newRepo(t, map[string]string{".layerfsignore": "build/\n", "build/out": "0\n"})
+	base := r.head()
+	r.publish(base, "operation:head", 20, map[string]string{"build/out": "head\n"}, nil)
+	res := r.publish(base, "operation:ours", 30, map[string]string{"build/out": "ours\n"}, nil)
+	if res.Status != Committed || r.read("build/out") != "ours\n" {
+		t.Fatalf("ignored path: %s %q", res.Status, r.read("build/out"))
+	}
+}
+
+func TestGateBothDeleteIsClean(t *testing.T) {
+	r := newRepo(t, map[string]string{"a": "1\n", "b": "2\n"})
+	base := r.head()
+	r.publish(base, "operation:head", 20, nil, []string{"a"})
+	if res := r.publish(base, "operation:ours", 30, map[string]string{"b": "3\n"}, []string{"a"}); res.Status != Committed {
+		t.Fatalf("both deleted a: %s %v", res.Status, res.Paths)
+	}
+}

@@ -1,0 +1,178 @@
+package publish
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/layerfs/layerfs/object"
+	"github.com/layerfs/layerfs/store"
+)
+
+// Rule files at the root of a tree.
+const (
+	// LWWFile names paths where the newest edit wins instead of a line
+	// merge: lockfiles, generated code, caches.
+	LWWFile = ".lww"
+	// IgnoreFile names paths that are never captured from a Workspace nor
+	// checked at the gate: scratch, build output.
+	IgnoreFile = ".layerfsignore"
+)
+
+// Rules is a gitignore-style pattern list. The last pattern that matches
+// a path decides; a "!" pattern un-matches.
+type Rules struct {
+	patterns []pattern
+}
+
+type pattern struct {
+	negate   bool
+	dirOnly  bool
+	anchored bool     // has a slash before its end: matches from the root
+	parts    []string // the pattern split at "/"
+}
+
+// ParseRules reads gitignore syntax: blank lines and "#" comments are
+// skipped; "!" negates; a trailing "/" matches directories only; a "/"
+// elsewhere anchors the pattern at the root; "*", "?" and "[...]" match
+// within a name and "**" across directories.
+func ParseRules(text string) *Rules {
+	r := &Rules{}
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimRight(line, " \t\r")
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		r.add(line)
+	}
+	return r
+}
+
+func (r *Rules) add(line string) {
+	var p pattern
+	if strings.HasPrefix(line, "!") {
+		p.negate, line = true, line[1:]
+	} else if strings.HasPrefix(line, `\`) {
+		line = line[1:] // \# and \! match those characters
+	}
+	if strings.HasSuffix(line, "/") {
+		p.dirOnly, line = true, strings.TrimSuffix(line, "/")
+	}
+	if strings.Contains(line, "/") {
+		p.anchored = true
+	}
+	line = strings.TrimPrefix(line, "/")
+	if line == "" {
+		return
+	}
+	p.parts = strings.Split(line, "/")
+	r.patterns = append(r.patterns, p)
+}
+
+// Empty reports whether there are no rules.
+func (r *Rules) Empty() bool { return r == nil || len(r.patterns) == 0 }
+
+// Match reports whether the rules select path (slash-separated, relative
+// to the root). A path below a selected directory is selected too.
+func (r *Rules) Match(p string, isDir bool) bool {
+	if r.Empty() {
+		return false
+	}
+	parts := strings.Split(p, "/")
+	// A directory that matches selects everything below it: check each
+	// ancestor first, as git does.
+	for i := 1; i < len(parts); i++ {
+		if r.matchOne(parts[:i], true) {
+			return true
+		}
+	}
+	return r.matchOne(parts, isDir)
+}
+
+func (r *Rules) matchOne(parts []string, isDir bool) bool {
+	matched := false
+	for _, p := range r.patterns {
+		if p.dirOnly && !isDir {
+			continue
+		}
+		if p.matches(parts) {
+			matched = !p.negate
+		}
+	}
+	return matched
+}
+
+func (p *pattern) matches(parts []string) bool {
+	if !p.anchored {
+		return len(p.parts) == 1 && nameMatch(p.parts[0], parts[len(parts)-1])
+	}
+	return globParts(p.parts, parts)
+}
+
+// globParts matches pattern components against path components, "**"
+// standing for any number of them.
+func globParts(pat, parts []string) bool {
+	if len(pat) == 0 {
+		return len(parts) == 0
+	}
+	if pat[0] == "**" {
+		for i := 0; i <= len(parts); i++ {
+			if globParts(pat[1:], parts[i:]) {
+				return true
+			}
+		}
+		return false
+	}
+	return len(parts) > 0 && nameMatch(pat[0], parts[0]) && globParts(pat[1:], parts[1:])
+}
+
+func nameMatch(pat, name string) bool {
+	ok, err := path.Match(pat, name)
+	return err == nil && ok
+}
+
+// maxIncludes bounds %include chains in a rule file.
+const maxIncludes = 16
+
+// LoadRules reads a rule file from the tree root, following "%include
+// <file>" lines (paths from the root) up to a bounded depth. A missing
+// file is no rules.
+func LoadRules(s *store.Store, root object.ID, file string) (*Rules, error) {
+	r := &Rules{}
+	err := loadRuleFile(s, root, file, r, 0)
+	return r, err
+}
+
+func loadRuleFile(s *store.Store, root object.ID, file string, r *Rules, depth int) error {
+	if depth > maxIncludes {
+		return fmt.Errorf("%s: %%include nested more than %d deep: %w", file, maxIncludes, store.ErrBadPath)
+	}
+	e, err := s.Lookup(root, file)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if e.Type != store.TypeFile || e.Size > 1<<20 {
+		return nil
+	}
+	data, err := readAll(s, &e)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", file, err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if inc, ok := strings.CutPrefix(line, "%include "); ok {
+			if err := loadRuleFile(s, root, strings.TrimPrefix(strings.TrimSpace(inc), "/"), r, depth+1); err != nil {
+				return err
+			}
+			continue
+		}
+		if line != "" && !strings.HasPrefix(line, "#") {
+			r.add(line)
+		}
+	}
+	return nil
+}
