@@ -14,7 +14,7 @@ func TestMerge3Cases(t *testing.T) {
 	base := "a\nb\nc\nd\ne\n"
 	for _, c := range []struct {
 		name, ours, head, want string
-		conflicts             int
+		conflicts              int
 	}{
 		{"disjoint", "A\nb\nc\nd\ne\n", "a\nb\nc\nd\nE\n", "A\nb\nc\nd\nE\n", 0},
 		{"same change", "a\nB\nc\nd\ne\n", "a\nB\nc\nd\ne\n", "a\nB\nc\nd\ne\n", 0},
