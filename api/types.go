@@ -66,6 +66,8 @@ type ExecEvent struct {
 // CommitRequest describes the Commit sandbox.commit makes.
 type CommitRequest struct {
 	Message string `json:"message,omitempty"`
+	// Force lands files that still hold conflict markers.
+	Force bool `json:"force,omitempty"`
 }
 
 // Commit statuses.
@@ -81,9 +83,32 @@ type CommitResult struct {
 	Commit string `json:"commit,omitempty"` // the new head (committed)
 	Head   string `json:"head"`             // the head the changes met
 	// Paths in conflict.
-	Paths     []string  `json:"paths,omitempty"`
-	Receipt   Receipt   `json:"receipt"`
-	Workspace Workspace `json:"workspace"`
+	Paths []string `json:"paths,omitempty"`
+	// Conflicts says why each path conflicts (text, binary, type, delete,
+	// mode); Markers lists the files the Workspace now holds marker blocks
+	// in, to fix and commit again.
+	Conflicts []PathConflict `json:"conflicts,omitempty"`
+	Markers   []string       `json:"markers,omitempty"`
+	// Merged lists paths both sides changed that merged line by line; LWW
+	// the .lww decisions.
+	Merged    []string      `json:"merged,omitempty"`
+	LWW       []LWWDecision `json:"lww,omitempty"`
+	Receipt   Receipt       `json:"receipt"`
+	Workspace Workspace     `json:"workspace"`
+}
+
+// PathConflict is one conflicting path and why.
+type PathConflict struct {
+	Path string `json:"path"`
+	Kind string `json:"kind"`
+}
+
+// LWWDecision is how a .lww rule settled a path: the newer side won.
+type LWWDecision struct {
+	Path      string `json:"path"`
+	Winner    string `json:"winner"` // "ours" or "head"
+	OursMTime int64  `json:"ours_mtime"`
+	HeadMTime int64  `json:"head_mtime"`
 }
 
 // Receipt accounts for one commit: what was captured, hashed and stored,
@@ -124,5 +149,6 @@ const (
 	CodeCap        = "workspace_cap"
 	CodeDirty      = "uncommitted_changes"
 	CodeConflict   = "conflict"
+	CodeMarkers    = "conflict_markers"
 	CodeInternal   = "internal"
 )

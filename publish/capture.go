@@ -33,6 +33,10 @@ type Capture struct {
 	Paths       int   // paths captured as changes
 	BytesHashed int64 // file bytes read and hashed
 	Skipped     []string
+	// Unchanged lists files and symlinks copied up without a change: they
+	// shadow the lower layer's version, so moving the upperdir onto a newer
+	// Commit must drop them first.
+	Unchanged []string
 	Duration    time.Duration
 }
 
@@ -43,25 +47,28 @@ type Capture struct {
 // character device and the xattr form) as deletes, opaque directories, and
 // renamed directories (redirect_dir). Files copied up without a change are
 // left out. It reads only the upperdir, never the whole tree.
-func CaptureUpper(s *store.Store, upper string, base object.ID) (*Capture, error) {
+//
+// Paths ignore matches (the branch's /.layerfsignore; nil: none) are left
+// out, whatever they hold.
+func CaptureUpper(s *store.Store, upper string, base object.ID, ignore *Rules) (*Capture, error) {
 	stage := s.NewStage()
-	return capture(s, upper, base, stage, stage)
+	return capture(s, upper, base, ignore, stage, stage)
 }
 
 // CaptureUpperDry finds the same changes as CaptureUpper but stores
 // nothing: it answers "what is uncommitted?". Its Content is nil, and its
 // Changes must not be published.
-func CaptureUpperDry(s *store.Store, upper string, base object.ID) (*Capture, error) {
-	return capture(s, upper, base, hashOnly{}, nil)
+func CaptureUpperDry(s *store.Store, upper string, base object.ID, ignore *Rules) (*Capture, error) {
+	return capture(s, upper, base, ignore, hashOnly{}, nil)
 }
 
-func capture(s *store.Store, upper string, base object.ID, content extents.Store, stage *store.Stage) (*Capture, error) {
+func capture(s *store.Store, upper string, base object.ID, ignore *Rules, content extents.Store, stage *store.Stage) (*Capture, error) {
 	start := time.Now()
 	c, err := s.Commit(base)
 	if err != nil {
 		return nil, fmt.Errorf("capture: base: %w", err)
 	}
-	cw := &capturer{s: s, root: c.Tree, content: content, cap: &Capture{Changes: &Changeset{Base: base}, Content: stage}}
+	cw := &capturer{s: s, root: c.Tree, content: content, ignore: ignore, cap: &Capture{Changes: &Changeset{Base: base}, Content: stage}}
 	if err := cw.dir(upper, "", "", c.Tree); err != nil {
 		return nil, fmt.Errorf("capture %s: %w", upper, err)
 	}
@@ -74,6 +81,7 @@ type capturer struct {
 	s       *store.Store
 	root    object.ID
 	content extents.Store // where file content goes: a Stage, or nowhere
+	ignore  *Rules
 	cap     *Capture
 }
 
@@ -122,6 +130,9 @@ func (cw *capturer) entry(abs, path, lowerPath string, lower *store.Entry) error
 	if err := store.CheckName(name); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	if cw.ignore.Match(path, st.Mode&unix.S_IFMT == unix.S_IFDIR) {
+		return nil
+	}
 	e := entryOf(name, &st)
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFCHR:
@@ -167,6 +178,7 @@ func (cw *capturer) file(abs, path string, e store.Entry, lower *store.Entry) er
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		if id == lower.ID && size == lower.Size {
+			cw.cap.Unchanged = append(cw.cap.Unchanged, path)
 			return nil
 		}
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
@@ -202,6 +214,7 @@ func (cw *capturer) symlink(abs, path string, e store.Entry, lower *store.Entry)
 	}
 	e.Type, e.Target, e.Size = store.TypeSymlink, target, int64(len(target))
 	if lower != nil && lower.Type == store.TypeSymlink && lower.Target == target && sameMeta(lower, &e) {
+		cw.cap.Unchanged = append(cw.cap.Unchanged, path)
 		return nil
 	}
 	cw.add(Change{Path: path, Entry: &e})

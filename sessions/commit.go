@@ -11,8 +11,9 @@ import (
 
 // Commit captures a Workspace's upperdir and publishes it through the
 // gate. Committed or UpToDate, the Workspace then follows the new head
-// with an empty upperdir; a Conflict commits nothing and leaves the
-// upperdir as it was.
+// with an empty upperdir. On a Conflict nothing is committed: files with
+// overlapping edits get marker blocks, and the Workspace follows the new
+// head keeping all its other changes pending.
 func (d *Daemon) Commit(id string, req api.CommitRequest) (api.CommitResult, error) {
 	w, err := d.get(id)
 	if err != nil {
@@ -38,7 +39,11 @@ func (d *Daemon) Commit(id string, req api.CommitRequest) (api.CommitResult, err
 
 func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	start := time.Now()
-	c, err := publish.CaptureUpper(w.d.s, w.upper(), w.rec.lease())
+	rules, err := w.ignoreRules()
+	if err != nil {
+		return api.CommitResult{}, err
+	}
+	c, err := publish.CaptureUpper(w.d.s, w.upper(), w.rec.lease(), rules)
 	if err != nil {
 		return api.CommitResult{}, err
 	}
@@ -47,24 +52,55 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 		msg = fmt.Sprintf("%s: %d paths", w.rec.ID, c.Paths)
 	}
 	res, err := publish.Publish(w.d.s, w.rec.Branch, c.Changes, c.Content,
-		publish.Meta{Origin: store.OriginSession + w.rec.ID, Message: msg})
+		publish.Meta{Origin: store.OriginSession + w.rec.ID, Message: msg, Force: req.Force})
 	if err != nil {
 		return api.CommitResult{}, err
 	}
-	out := api.CommitResult{Status: res.Status.String(), Head: res.Head.String(), Paths: res.Paths,
-		Receipt: receipt(c, res)}
+	out := resultOf(res, c)
 	remount := time.Now()
 	switch res.Status {
 	case publish.Committed:
-		out.Commit = res.Commit.String()
 		w.rec.Commits++
 		err = w.follow(res.Commit)
 	case publish.UpToDate:
 		err = w.follow(res.Head)
+	case publish.Conflict:
+		out.Markers, err = w.rebase(res, c)
 	}
 	out.Receipt.RemountMS = ms(time.Since(remount))
 	out.Receipt.TotalMS = ms(time.Since(start))
 	return out, err
+}
+
+// ignoreRules reads /.layerfsignore from the branch head: ignored paths
+// are never captured.
+func (w *workspace) ignoreRules() (*publish.Rules, error) {
+	b, err := w.d.s.Branch(w.rec.Branch)
+	if err != nil {
+		return nil, err
+	}
+	c, err := w.d.s.Commit(b.Head)
+	if err != nil {
+		return nil, err
+	}
+	return publish.LoadRules(w.d.s, c.Tree, publish.IgnoreFile)
+}
+
+func resultOf(res *publish.Result, c *publish.Capture) api.CommitResult {
+	out := api.CommitResult{Status: res.Status.String(), Head: res.Head.String(), Paths: res.Paths, Receipt: receipt(c, res)}
+	if res.Status == publish.Committed {
+		out.Commit = res.Commit.String()
+	}
+	for _, pc := range res.Conflicts {
+		out.Conflicts = append(out.Conflicts, api.PathConflict{Path: pc.Path, Kind: pc.Kind})
+	}
+	for _, m := range res.Merged {
+		out.Merged = append(out.Merged, m.Path)
+	}
+	for _, d := range res.LWW {
+		out.LWW = append(out.LWW, api.LWWDecision(d))
+	}
+	return out
 }
 
 func receipt(c *publish.Capture, res *publish.Result) api.Receipt {

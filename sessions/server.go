@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/publish"
 	"github.com/layerfs/layerfs/store"
 )
 
@@ -160,6 +161,8 @@ func errorStatus(err error) (int, string) {
 		return http.StatusTooManyRequests, api.CodeCap
 	case errors.Is(err, ErrDirty):
 		return http.StatusConflict, api.CodeDirty
+	case errors.Is(err, publish.ErrMarkers):
+		return http.StatusConflict, api.CodeMarkers
 	case errors.Is(err, ErrBadRequest), errors.Is(err, store.ErrBadName), errors.Is(err, store.ErrBadPath):
 		return http.StatusBadRequest, api.CodeBadRequest
 	case errors.Is(err, ErrClosed):

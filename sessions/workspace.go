@@ -165,7 +165,11 @@ func (d *Daemon) Inspect(id string) (api.Workspace, error) {
 
 // pending lists the uncommitted changed paths, hashing but storing nothing.
 func (w *workspace) pending() ([]string, error) {
-	c, err := publish.CaptureUpperDry(w.d.s, w.upper(), w.rec.lease())
+	rules, err := w.ignoreRules()
+	if err != nil {
+		return nil, err
+	}
+	c, err := publish.CaptureUpperDry(w.d.s, w.upper(), w.rec.lease(), rules)
 	if err != nil {
 		return nil, err
 	}

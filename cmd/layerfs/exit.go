@@ -79,4 +79,5 @@ var apiExitCodes = map[string]int{
 	api.CodeDirty:      exitConflict,
 	api.CodeConflict:   exitConflict,
 	api.CodeCap:        exitConflict,
+	api.CodeMarkers:    exitConflict,
 }

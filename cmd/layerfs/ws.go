@@ -15,7 +15,7 @@ import (
 var wsFlags struct {
 	socket, branch, path, cwd, message string
 	timeout                            time.Duration
-	isolate, discard                   bool
+	isolate, discard, force            bool
 	env                                stringList
 }
 
@@ -38,8 +38,10 @@ func init() {
   exec ID [--cwd D] [--env K=V]... [--timeout T] [--isolate-network] -- ARGV...
                                    run a command; its output streams to ours and
                                    its exit code becomes ours
-  commit ID [--message M]          capture and publish; prints the receipt. A
-                                   conflict exits 4 and names the paths
+  commit ID [--message M] [--force] capture and publish; prints the receipt. A
+                                   conflict exits 4, names the paths, and leaves
+                                   marker blocks in files whose edits overlap;
+                                   --force commits files that still hold markers
   discard ID                       drop uncommitted changes
   end ID [--discard]               unmount and remove it; refused while it holds
                                    uncommitted changes unless --discard`,
@@ -53,6 +55,7 @@ func init() {
 			c.fs.DurationVar(&wsFlags.timeout, "timeout", 0, "kill the command after this long (0: never)")
 			c.fs.BoolVar(&wsFlags.isolate, "isolate-network", false, "run the command with loopback only")
 			c.fs.BoolVar(&wsFlags.discard, "discard", false, "end even with uncommitted changes, dropping them")
+			c.fs.BoolVar(&wsFlags.force, "force", false, "commit files that still hold conflict markers")
 			wsFlags.env = nil
 			c.fs.Var(&wsFlags.env, "env", "`KEY=VALUE` for exec (repeatable; replaces the environment)")
 			c.jsonFlag()
@@ -186,7 +189,7 @@ type exitStatus struct{ code int }
 func (e *exitStatus) Error() string { return fmt.Sprintf("command exited with status %d", e.code) }
 
 func wsCommit(c *cli, cl *layerfs.Client, id string) error {
-	res, err := cl.Commit(context.Background(), id, api.CommitRequest{Message: wsFlags.message})
+	res, err := cl.Commit(context.Background(), id, api.CommitRequest{Message: wsFlags.message, Force: wsFlags.force})
 	if err != nil {
 		return err
 	}
@@ -203,6 +206,15 @@ func wsCommit(c *cli, cl *layerfs.Client, id string) error {
 			fmt.Fprintf(c.out, "up to date at %.12s\n", res.Head)
 		case api.StatusConflict:
 			fmt.Fprintf(c.out, "conflict with head %.12s: %s\n", res.Head, strings.Join(res.Paths, " "))
+			if len(res.Markers) > 0 {
+				fmt.Fprintf(c.out, "marker blocks written into: %s; fix them and commit again\n", strings.Join(res.Markers, " "))
+			}
+		}
+		if len(res.Merged) > 0 {
+			fmt.Fprintf(c.out, "merged line by line: %s\n", strings.Join(res.Merged, " "))
+		}
+		for _, d := range res.LWW {
+			fmt.Fprintf(c.out, "lww: %s taken from %s\n", d.Path, d.Winner)
 		}
 		fmt.Fprintf(c.out, "%d paths, %d bytes hashed, %d objects new, %d reused, %d bytes stored; %.1f ms (capture %.1f, lock %.1f, remount %.1f)\n",
 			r.PathsCaptured, r.BytesHashed, r.ObjectsNew, r.ObjectsReused, r.BytesStored, r.TotalMS, r.CaptureMS, r.LockMS, r.RemountMS)

@@ -1,0 +1,110 @@
+package sessions
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/layerfs/layerfs/publish"
+)
+
+// rebase moves a Workspace whose commit conflicted onto the head it met,
+// keeping its pending changes: the upperdir stays, with files both sides
+// changed rewritten — marker blocks where edits overlap, the merged text
+// where they merged, head's version where .lww chose head — and files
+// copied up without a change dropped, so head's newer versions show
+// through. It returns the files that now hold markers. Callers hold w.mu.
+func (w *workspace) rebase(res *publish.Result, c *publish.Capture) ([]string, error) {
+	if err := unmount(w.hostPath()); err != nil {
+		return nil, err
+	}
+	markers, err := w.rewriteUpper(res, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, res.Head); err != nil {
+		return nil, err
+	}
+	oldWork := w.work()
+	w.rec.Lease = res.Head.String()
+	w.rec.Gen++
+	// The upperdir carries over; only the work directory is fresh.
+	if err := os.Rename(w.dir("upper-"+fmt.Sprint(w.rec.Gen-1)), w.upper()); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(w.work(), 0o755); err != nil {
+		return nil, err
+	}
+	if err := w.mountAndBind(); err != nil {
+		return nil, err
+	}
+	removeInBackground(oldWork)
+	return markers, w.rec.save(w.dir())
+}
+
+// rewriteUpper edits the (unmounted) upperdir as rebase describes.
+func (w *workspace) rewriteUpper(res *publish.Result, c *publish.Capture) ([]string, error) {
+	upper := w.upper()
+	var markers []string
+	for _, pc := range res.Conflicts {
+		if pc.Kind != publish.ConflictText || pc.Merge == nil {
+			continue // binary, type, delete or mode: ours stays for the agent to settle
+		}
+		text := strings.Join(pc.Merge.WithMarkers(res.Head.Short()), "")
+		if err := writeUpper(upper, pc.Path, []byte(text)); err != nil {
+			return nil, err
+		}
+		markers = append(markers, pc.Path)
+	}
+	for _, m := range res.Merged {
+		if err := writeUpper(upper, m.Path, m.Content); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range res.LWW {
+		if d.Winner == "head" {
+			if err := removeUpper(upper, d.Path); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, p := range c.Unchanged {
+		if err := removeUpper(upper, p); err != nil {
+			return nil, err
+		}
+	}
+	return markers, nil
+}
+
+// writeUpper replaces a file's content in the upperdir, keeping its mode.
+func writeUpper(upper, path string, data []byte) error {
+	full := filepath.Join(upper, filepath.FromSlash(path))
+	mode := os.FileMode(0o644)
+	if fi, err := os.Lstat(full); err == nil && fi.Mode().IsRegular() {
+		mode = fi.Mode().Perm()
+	}
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		return err
+	}
+	os.Remove(full) // a whiteout or symlink there goes; the file takes its place
+	return os.WriteFile(full, data, mode)
+}
+
+func removeUpper(upper, path string) error {
+	err := os.RemoveAll(filepath.Join(upper, filepath.FromSlash(path)))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// mountAndBind mounts the current overlay at the host path and shows it in
+// the holder's namespace.
+func (w *workspace) mountAndBind() error {
+	if err := mountOverlay(w.lower(), w.upper(), w.work(), w.hostPath()); err != nil {
+		return err
+	}
+	return w.holder.bindInto(w.hostPath(), w.rec.Path)
+}
