@@ -37,7 +37,7 @@ type Capture struct {
 	// shadow the lower layer's version, so moving the upperdir onto a newer
 	// Commit must drop them first.
 	Unchanged []string
-	Duration    time.Duration
+	Duration  time.Duration
 }
 
 // CaptureUpper walks upper — an overlayfs upperdir whose lower layer is
