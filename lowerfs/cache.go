@@ -147,15 +147,6 @@ func (c *Cache) publish(id object.ID, l *cacheLoad, val any, cost int64, err err
 	close(l.done)
 }
 
-// has reports whether id is cached or being loaded.
-func (c *Cache) has(id object.ID) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, cached := c.items[id]
-	_, loading := c.inflight[id]
-	return cached || loading
-}
-
 // insert adds a value and evicts from the cold end until the budget holds.
 // c.mu must be held. A value larger than the whole budget is not kept.
 func (c *Cache) insert(id object.ID, val any, cost int64) {
