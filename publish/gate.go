@@ -39,6 +39,9 @@ type Result struct {
 	Status Status
 	// Commit is the new head (Committed).
 	Commit object.ID
+	// FastForward: a branch merge moved the branch to the other's head,
+	// which already held it; no new Commit was made.
+	FastForward bool
 	// Head is the head the changes met: the new commit's parent, or the
 	// head that made them UpToDate or Conflict.
 	Head object.ID

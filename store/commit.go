@@ -100,14 +100,21 @@ type Layer struct {
 	Seq    int64
 	Commit object.ID
 	Base   object.ID
+	// From, for a squashed layer, is the first of the run of layers it
+	// folds (through Seq); zero otherwise.
+	From int64
 }
 
-// Encode returns the layer's canonical bytes.
+// Encode returns the layer's canonical bytes. From is written only for a
+// squashed layer, so plain layers keep their original encoding.
 func (l *Layer) Encode() []byte {
 	e := object.Encoder{}
 	e.Uvarint(uint64(l.Seq))
 	e.ID(l.Commit)
 	e.ID(l.Base)
+	if l.From != 0 {
+		e.Uvarint(uint64(l.From))
+	}
 	return e.B
 }
 
@@ -115,6 +122,12 @@ func (l *Layer) Encode() []byte {
 func DecodeLayer(b []byte) (*Layer, error) {
 	d := object.Decoder{B: b}
 	l := &Layer{Seq: int64(d.Uvarint()), Commit: d.ID(), Base: d.ID()}
+	if len(d.B) > 0 {
+		l.From = int64(d.Uvarint())
+		if l.From == 0 || l.From >= l.Seq {
+			return nil, fmt.Errorf("layer: squash range %d..%d: %w", l.From, l.Seq, ErrCorrupt)
+		}
+	}
 	if err := d.Done(); err != nil {
 		return nil, fmt.Errorf("layer: %w", err)
 	}

@@ -59,7 +59,7 @@ func (s *Store) Fsck() (*FsckReport, error) {
 	for _, b := range bs {
 		f.commit(b.Head, "branch "+b.Name)
 	}
-	ls, err := s.Layers()
+	ls, err := s.AllLayers() // squashed ones too: L<n> still names them
 	if err != nil {
 		return nil, fmt.Errorf("fsck: %w", err)
 	}

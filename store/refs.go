@@ -93,9 +93,10 @@ func (s *Store) Branch(name string) (Branch, error) {
 	return b, err
 }
 
-// Layers lists main's manifest, newest first.
+// Layers lists main's manifest, newest first: the visible layers (a
+// squashed run shows as the one layer that folds it).
 func (s *Store) Layers() ([]LayerRef, error) {
-	rows, err := s.r.Query(`SELECT seq, layer, commit_id, created FROM manifest ORDER BY seq DESC`)
+	rows, err := s.r.Query(`SELECT seq, layer, commit_id, created FROM manifest WHERE squashed_into IS NULL ORDER BY seq DESC`)
 	if err != nil {
 		return nil, fmt.Errorf("list layers: %w", err)
 	}

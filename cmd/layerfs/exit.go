@@ -26,6 +26,7 @@ var exitCodes = []struct {
 	{errUsage, exitUsage},
 	{store.ErrBadName, exitUsage},
 	{store.ErrBadPath, exitUsage},
+	{store.ErrSquash, exitUsage},
 	{layerfs.ErrIsDir, exitUsage},
 	{layerfs.ErrNotDir, exitUsage},
 	{layerfs.ErrBinary, exitUsage},
