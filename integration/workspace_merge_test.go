@@ -112,3 +112,33 @@ func TestWorkspaceLockfileLastWriterWins(t *testing.T) {
 		t.Fatalf("decision kept on the commit: %+v %v", kept, err)
 	}
 }
+
+// TestWorkspaceOnSquashedLayer: a Workspace leased on a Commit whose Layer
+// gets squashed still reads and commits.
+func TestWorkspaceOnSquashedLayer(t *testing.T) {
+	d := startDaemon(t, map[string]string{"log.txt": "0\n"}, sessions.Config{})
+	main, err := d.st.FS("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		if _, err := main.Append("log.txt", []byte(strings.Repeat("x", i)+"\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := d.st.Fork("old", "L3"); err != nil {
+		t.Fatal(err)
+	}
+	w := d.create(t, "old")
+	if _, err := d.st.Squash("L2", "L5"); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.sh(t, w.ID, "wc -l < log.txt"); strings.TrimSpace(got) != "3" {
+		t.Fatalf("the leased view after the squash: %q lines", got)
+	}
+	d.sh(t, w.ID, "echo more >> log.txt")
+	d.commit(t, w.ID, api.StatusCommitted)
+	if got := d.read(t, "old", "log.txt"); !strings.HasSuffix(got, "more\n") {
+		t.Fatalf("old after commit: %q", got)
+	}
+}
