@@ -56,7 +56,7 @@ func buildGoTree() (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	tmp := path + ".building"
+	tmp := fmt.Sprintf("%s.building.%d", path, os.Getpid()) // concurrent runs must not share it
 	os.Remove(tmp)
 	st, err := layerfs.Open(tmp, layerfs.Options{Create: true, Durability: store.Fast})
 	if err != nil {
