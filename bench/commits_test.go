@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,17 +67,29 @@ func smallFile(worker, i int) []byte {
 
 func benchCommits(b *testing.B, procs int) {
 	fx := newCommitFixture(b)
+	var cpu time.Duration
 	b.ResetTimer()
 	if procs == 1 {
 		st, f := openWriter(b, fx.store, fx.branch)
+		before := cpuTime()
 		writeCommits(b, f, fx.files, 0, 1, b.N)
+		cpu = cpuTime() - before
 		st.Close()
 	} else {
-		runWriterProcesses(b, fx, procs)
+		cpu = runWriterProcesses(b, fx, procs)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/commit")
 	checkCommits(b, fx, b.N)
+}
+
+// cpuTime is the user and system CPU time this process has used. Per
+// commit it is a steadier figure than wall time on a shared machine.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func openWriter(tb testing.TB, path, branch string) (*layerfs.Store, *layerfs.FS) {
@@ -110,8 +123,9 @@ func writeCommits(tb testing.TB, f *layerfs.FS, files []string, w, procs, n int)
 
 // runWriterProcesses starts procs copies of this test binary as writers,
 // lets them open the Store, then times them from one start signal until the
-// last one is done.
-func runWriterProcesses(b *testing.B, fx *commitFixture, procs int) {
+// last one is done. It returns the CPU time the writers used, from start to
+// exit.
+func runWriterProcesses(b *testing.B, fx *commitFixture, procs int) time.Duration {
 	b.StopTimer()
 	list := filepath.Join(b.TempDir(), "files")
 	if err := os.WriteFile(list, []byte(strings.Join(fx.files, "\n")), 0o644); err != nil {
@@ -136,13 +150,16 @@ func runWriterProcesses(b *testing.B, fx *commitFixture, procs int) {
 	for _, wp := range ws {
 		fmt.Fprintln(wp.stdin, "go")
 	}
+	var cpu time.Duration
 	for _, wp := range ws {
 		wp.expect(b, "done")
 		if err := wp.cmd.Wait(); err != nil {
 			b.Fatalf("writer: %v: %s", err, wp.stderr)
 		}
+		cpu += wp.cmd.ProcessState.UserTime() + wp.cmd.ProcessState.SystemTime()
 	}
 	b.StopTimer()
+	return cpu
 }
 
 type writerProc struct {

@@ -71,6 +71,8 @@ func buildGoTree() (string, error) {
 	}
 	fmt.Fprintf(os.Stderr, "bench: captured %s (%d files, %d bytes) in %v into %s\n",
 		src, res.Files, res.Bytes, res.Duration.Round(1e6), path)
+	os.Remove(tmp + "-wal") // SQLite may leave these behind, empty
+	os.Remove(tmp + "-shm")
 	return path, os.Rename(tmp, path)
 }
 
