@@ -78,7 +78,7 @@ func Start(cfg Config) (*Daemon, error) {
 		d.teardown()
 		return nil, err
 	}
-	d.holders = newHolderPool(cfg.Self, 2)
+	d.holders = newHolderPool(cfg.Self, cfg.StateDir, 2)
 	if err := d.restore(); err != nil {
 		d.Close()
 		return nil, err
@@ -90,8 +90,7 @@ func (d *Daemon) dir(parts ...string) string {
 	return filepath.Join(append([]string{d.cfg.StateDir}, parts...)...)
 }
 
-// setup cleans what a crashed daemon left, mounts the Store and prepares
-// the shared mount Workspace overlays go under.
+// setup cleans what a crashed daemon left and mounts the Store.
 func (d *Daemon) setup() error {
 	for _, p := range []string{d.dir("lower"), d.dir("mnt"), d.dir("ws")} {
 		if err := os.MkdirAll(p, 0o700); err != nil {
@@ -109,13 +108,12 @@ func (d *Daemon) setup() error {
 		return fmt.Errorf("mount the store: %w", err)
 	}
 	d.fuse = srv
-	// Overlays mounted under mnt/ must reach the holders' namespaces, made
-	// before them: a shared mount propagates to their slave copies.
-	if err := unix.Mount(d.dir("mnt"), d.dir("mnt"), "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("bind %s: %w", d.dir("mnt"), err)
-	}
-	if err := unix.Mount("", d.dir("mnt"), "", unix.MS_SHARED, ""); err != nil {
-		return fmt.Errorf("share %s: %w", d.dir("mnt"), err)
+	// Every mount namespace made from ours from now on (other daemons'
+	// holders, anyone's unshare) copies this mount. Shared, the copies
+	// that stay shared or slave go away when we unmount it, rather than
+	// keep the FUSE server from finishing.
+	if err := unix.Mount("", d.dir("lower"), "", unix.MS_SHARED, ""); err != nil {
+		return fmt.Errorf("share %s: %w", d.dir("lower"), err)
 	}
 	return nil
 }
@@ -183,7 +181,6 @@ func (d *Daemon) Close() error {
 
 func (d *Daemon) teardown() error {
 	var errs []error
-	errs = append(errs, unmount(d.dir("mnt")))
 	if d.fuse != nil {
 		errs = append(errs, d.fuse.Unmount())
 		d.fuse = nil

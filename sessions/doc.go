@@ -14,7 +14,14 @@
 // (the same path in every Workspace) and no other Workspace is visible.
 // The daemon enters that namespace for each command from a locked OS
 // thread that has stopped sharing its filesystem attributes (unshare
-// CLONE_FS, then setns), and starts the command from there.
+// CLONE_FS, then setns), and starts the command from there. A new holder
+// detaches the LayerFS mounts its namespace inherited (every Store's FUSE
+// mount, every Workspace overlay) and covers the state directory with an
+// empty tmpfs; the daemon then clones the Workspace's overlay in its own
+// namespace (open_tree) and moves the clone to the chosen path in the
+// holder's (move_mount). So a command sees its own Workspace and no
+// other's overlay or upperdir, and no holder pins a FUSE mount that some
+// daemon — this one or another on the same host — is unmounting.
 //
 // Commit captures the upperdir (package publish), publishes it through the
 // gate, and on success moves the Workspace to the new head: a new Lease, a

@@ -6,6 +6,7 @@ import "sync"
 // creating a Workspace does not wait for a process to start.
 type holderPool struct {
 	self string
+	hide string // the state directory holders hide
 	size int
 
 	mu      sync.Mutex
@@ -14,8 +15,8 @@ type holderPool struct {
 	closed  bool
 }
 
-func newHolderPool(self string, size int) *holderPool {
-	p := &holderPool{self: self, size: size}
+func newHolderPool(self, hide string, size int) *holderPool {
+	p := &holderPool{self: self, hide: hide, size: size}
 	p.refill()
 	return p
 }
@@ -32,7 +33,7 @@ func (p *holderPool) get() (*holder, error) {
 	if h != nil {
 		return h, nil
 	}
-	return startHolder(p.self)
+	return startHolder(p.self, p.hide)
 }
 
 // refill tops the pool up in the background.
@@ -53,7 +54,7 @@ func (p *holderPool) refill() {
 				return
 			}
 			p.mu.Unlock()
-			h, err := startHolder(p.self)
+			h, err := startHolder(p.self, p.hide)
 			p.mu.Lock()
 			if err != nil || p.closed {
 				p.filling = false

@@ -17,6 +17,11 @@ import (
 // HolderArg is the argument that makes the layerfs binary run HolderMain.
 const HolderArg = "__layerfs_holder"
 
+// holderHideEnv names, in a holder's environment, the daemon's state
+// directory, which the holder hides from the commands run in its
+// namespace.
+const holderHideEnv = "LAYERFS_HOLDER_HIDE"
+
 // holder is the process that owns a Workspace's mount and network
 // namespaces. It does nothing but wait; closing its stdin (or the daemon
 // dying) ends it.
@@ -29,9 +34,10 @@ type holder struct {
 }
 
 // startHolder starts a holder in new mount and network namespaces and
-// waits until it has set them up.
-func startHolder(self string) (*holder, error) {
+// waits until it has set them up. hide is the daemon's state directory.
+func startHolder(self, hide string) (*holder, error) {
 	cmd := exec.Command(self, HolderArg)
+	cmd.Env = append(os.Environ(), holderHideEnv+"="+hide)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWNET, Setpgid: true}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -72,13 +78,19 @@ func (h *holder) stop() {
 	h.cmd.Wait()
 }
 
-// HolderMain runs in a fresh holder process: it makes its mount namespace
-// receive mounts from the daemon's (so Workspace overlays mounted later
-// appear here) without sending any back, brings up loopback in its network
-// namespace, reports ready, and waits for stdin to close.
+// HolderMain runs in a fresh holder process: it stops its mount namespace
+// from sending mounts back to the daemon's, detaches the LayerFS mounts it
+// inherited and hides the daemon's state directory (see
+// isolateNamespace), brings up loopback in its network namespace, reports
+// ready, and waits for stdin to close. The daemon attaches the Workspace's
+// overlay later (bindInto).
 func HolderMain() int {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		fmt.Fprintf(os.Stderr, "layerfs holder: make mounts slave: %v\n", err)
+		return 1
+	}
+	if err := isolateNamespace(os.Getenv(holderHideEnv)); err != nil {
+		fmt.Fprintf(os.Stderr, "layerfs holder: %v\n", err)
 		return 1
 	}
 	if err := loopbackUp(); err != nil {
@@ -215,16 +227,23 @@ func setns(pid int, name string, flag int) error {
 	return nil
 }
 
-// bindInto makes the holder's target path show src (a path both
-// namespaces see), replacing whatever was bound there before.
+// bindInto makes the holder's target path show src, a mount in the
+// daemon's namespace, replacing whatever was attached there before. It
+// clones the mount here and moves the clone into the holder's namespace,
+// so nothing below the state directory needs to be reachable there.
 func (h *holder) bindInto(src, target string) error {
+	fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("clone mount %s: %w", src, err)
+	}
+	defer unix.Close(fd)
 	return h.inNamespace(false, func() error {
 		unix.Unmount(target, unix.MNT_DETACH) // the previous view, if any
 		if err := os.MkdirAll(target, 0o755); err != nil {
 			return err
 		}
-		if err := unix.Mount(src, target, "", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("bind %s at %s: %w", src, target, err)
+		if err := unix.MoveMount(fd, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("attach %s at %s: %w", src, target, err)
 		}
 		return nil
 	})

@@ -1,0 +1,113 @@
+package sessions
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// isolateNamespace runs in a fresh holder, whose mount namespace is a copy
+// of the daemon's. It detaches the copies of every LayerFS mount there —
+// the FUSE mounts of Stores (this daemon's and any other's) and the
+// Workspace overlays stacked on them — and covers the daemon's state
+// directory with an empty read-only tmpfs. Commands run in the namespace
+// then see their own Workspace and no other: not another's overlay, nor
+// its upperdir on disk. And no copy here pins a filesystem: a daemon could
+// not finish unmounting its FUSE mount while a copy of it lived on in some
+// other daemon's holder.
+func isolateNamespace(stateDir string) error {
+	mounts, err := readMountInfo()
+	if err != nil {
+		return err
+	}
+	for _, m := range layerfsMounts(mounts) {
+		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("detach %s: %w", m, err)
+		}
+	}
+	if stateDir == "" {
+		return nil
+	}
+	if err := unix.Mount("tmpfs", stateDir, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0"); err != nil {
+		return fmt.Errorf("hide %s: %w", stateDir, err)
+	}
+	return nil
+}
+
+// mountInfo is one line of /proc/self/mountinfo.
+type mountInfo struct {
+	point, fsType string
+	superOpts     []string
+}
+
+func readMountInfo() ([]mountInfo, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []mountInfo
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		// id parent dev root point opts [optional...] - fstype source superopts
+		before, after, ok := strings.Cut(sc.Text(), " - ")
+		fields, tail := strings.Fields(before), strings.Fields(after)
+		if !ok || len(fields) < 5 || len(tail) < 3 {
+			continue
+		}
+		out = append(out, mountInfo{point: unescapeMount(fields[4]), fsType: tail[0], superOpts: strings.Split(tail[2], ",")})
+	}
+	return out, sc.Err()
+}
+
+// layerfsMounts picks the LayerFS FUSE mounts and the overlays whose lower
+// layers lie in one, deepest first.
+func layerfsMounts(mounts []mountInfo) []string {
+	var fuse []string
+	for _, m := range mounts {
+		if m.fsType == fsTypeLayerFS {
+			fuse = append(fuse, m.point)
+		}
+	}
+	inFUSE := func(p string) bool {
+		for _, f := range fuse {
+			if p == f || strings.HasPrefix(p, f+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	var out []string
+	for _, m := range mounts {
+		if m.fsType == fsTypeLayerFS || m.fsType == "overlay" && overlayOver(m.superOpts, inFUSE) {
+			out = append(out, m.point)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
+}
+
+const fsTypeLayerFS = "fuse.layerfs"
+
+// overlayOver reports whether an overlay's lowerdir option names a layer
+// for which in is true.
+func overlayOver(opts []string, in func(string) bool) bool {
+	for _, o := range opts {
+		lower, ok := strings.CutPrefix(o, "lowerdir=")
+		if !ok {
+			continue
+		}
+		for _, l := range strings.Split(lower, ":") {
+			if l != "" && in(unescapeMount(l)) {
+				return true
+			}
+		}
+	}
+	return false
+}
