@@ -1,0 +1,167 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/layerfs/layerfs"
+	"github.com/layerfs/layerfs/api"
+)
+
+// TestDaemonKill9 kills a layerfs daemon process with SIGKILL while it
+// serves three dirty Workspaces, one of them with a command still running
+// inside. The restarted daemon detaches the stale mounts, brings the three
+// back with their changes (same ids, same pending paths, same contents),
+// commits each, and on SIGTERM leaves nothing mounted.
+func TestDaemonKill9(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, map[string]string{
+		"a.txt": "a\n", "b.txt": "b\n", "gone.txt": "gone\n", "dir/x": "x\n", "dir/y": "y\n",
+	})
+	storePath := initStore(t, src)
+	stateDir := filepath.Join(t.TempDir(), "state")
+	p := startDaemonProc(t, storePath, stateDir)
+	ctx := context.Background()
+
+	scripts := []string{
+		"echo new0 > new0.txt && mkdir -p deep/er && echo d > deep/er/f",
+		"echo changed >> a.txt && rm gone.txt && yes layerfs | head -c 3000000 > big.bin",
+		"mv dir dir2 && echo z > dir2/z && ln -s dir2/x link",
+	}
+	var ids []string
+	pending := map[string][]string{}
+	for _, script := range scripts {
+		w, err := p.client.Create(ctx, api.CreateRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		execOK(t, p.client, w.ID, script)
+		in, err := p.client.Inspect(ctx, w.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, pending[w.ID] = append(ids, w.ID), in.Pending
+	}
+	// A command left running in the first Workspace holds its overlay
+	// (and the FUSE mount below it) busy through the crash.
+	out := execOK(t, p.client, ids[0], "sleep 600 </dev/null >/dev/null 2>&1 & echo $!")
+	sleeper, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		t.Fatalf("background pid %q", out)
+	}
+	t.Cleanup(func() { syscall.Kill(sleeper, syscall.SIGKILL) })
+
+	p.kill()
+	if len(mountsUnder(stateDir)) == 0 {
+		t.Fatal("the killed daemon left no mounts: the test proves nothing")
+	}
+
+	p2 := startDaemonProc(t, storePath, stateDir)
+	checkMountsOnce(t, stateDir)
+	list, err := p2.client.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range list {
+		got = append(got, w.ID)
+	}
+	sort.Strings(ids)
+	if !reflect.DeepEqual(got, ids) {
+		t.Fatalf("after the restart: workspaces %v, want %v", got, ids)
+	}
+	for _, id := range ids {
+		in, err := p2.client.Inspect(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(in.Pending, pending[id]) {
+			t.Errorf("%s pending after the restart: %v, want %v", id, in.Pending, pending[id])
+		}
+	}
+	leases := storeLeases(t, storePath)
+	if len(leases) != 3 {
+		t.Errorf("leases after the restart: %v", leases)
+	}
+	for _, id := range ids {
+		res, err := p2.client.Commit(ctx, id, api.CommitRequest{Message: "after kill -9"})
+		if err != nil || res.Status != api.StatusCommitted {
+			t.Fatalf("commit %s after the restart: %v %+v", id, err, res)
+		}
+	}
+
+	w, err := p2.client.Create(ctx, api.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "new0\nd\na\nchanged\n3000000\nx\ny\nz\nx\n"
+	if got := execOK(t, p2.client, w.ID, "cat new0.txt deep/er/f a.txt; wc -c < big.bin; ls dir2; cat link; test ! -e gone.txt && test ! -e dir"); got != want {
+		t.Errorf("a new Workspace over the three commits shows %q, want %q", got, want)
+	}
+	if err := p2.client.End(ctx, w.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	p2.stop(t)
+	if left := mountsUnder(stateDir); len(left) > 0 {
+		t.Errorf("mounts left after SIGTERM:\n%s", strings.Join(left, "\n"))
+	}
+}
+
+// execOK runs a shell script in a Workspace through a client and returns
+// its stdout; a non-zero exit fails the test.
+func execOK(t *testing.T, c *layerfs.Client, id, script string) string {
+	t.Helper()
+	res, err := c.Exec(context.Background(), id, api.ExecRequest{Argv: []string{"sh", "-c", script}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("sh -c %q in %s: exit %d\n%s%s", script, id, res.ExitCode, res.Stdout, res.Stderr)
+	}
+	return res.Stdout
+}
+
+// checkMountsOnce fails if a mount point below dir is mounted more than
+// once (a stale mount under a fresh one) or does not answer.
+func checkMountsOnce(t *testing.T, dir string) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, m := range mountsUnder(dir) {
+		seen[m]++
+	}
+	for m, n := range seen {
+		if n > 1 {
+			t.Errorf("%s is mounted %d times", m, n)
+		}
+		if _, err := os.ReadDir(m); err != nil {
+			t.Errorf("mount %s does not answer: %v", m, err)
+		}
+	}
+}
+
+// storeLeases opens the Store read-only beside the daemon and lists its
+// leases.
+func storeLeases(t *testing.T, path string) []string {
+	t.Helper()
+	st, err := layerfs.Open(path, layerfs.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ls, err := st.Backend().Leases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.ID+"@"+l.Commit.String()[:12])
+	}
+	return out
+}

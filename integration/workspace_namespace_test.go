@@ -1,0 +1,119 @@
+package integration
+
+import (
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/sessions"
+)
+
+// loopbackPing listens on an ephemeral port of 127.0.0.1, connects to it
+// and passes a line through (perl is in perl-base, on every Debian).
+const loopbackPing = `use IO::Socket::INET;
+$l = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 0, Listen => 1, ReuseAddr => 1) or die "listen: $!\n";
+$c = IO::Socket::INET->new(PeerAddr => "127.0.0.1", PeerPort => $l->sockport) or die "connect: $!\n";
+$s = $l->accept or die "accept: $!\n";
+print $c "ping\n";
+print scalar <$s>;`
+
+// TestWorkspaceNetworkIsolation: exec with IsolateNetwork sees only the
+// loopback interface, which is up (a server and a client on 127.0.0.1
+// talk), and cannot reach anything else; without it, the command sees the
+// host's interfaces.
+func TestWorkspaceNetworkIsolation(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a": "a\n"}, sessions.Config{})
+	w := d.create(t, "main")
+	run := func(isolate bool, argv ...string) api.ExecResult {
+		t.Helper()
+		res, err := d.Exec(t.Context(), w.ID, api.ExecRequest{Argv: argv, IsolateNetwork: isolate}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	hostDev, err := os.ReadFile("/proc/net/dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := interfaces(string(hostDev))
+	if len(host) < 2 {
+		t.Fatalf("the host has only %v: nothing to isolate from", host)
+	}
+
+	if got := interfaces(run(true, "cat", "/proc/net/dev").Stdout); strings.Join(got, " ") != "lo" {
+		t.Errorf("isolated: /proc/net/dev lists %v, want only lo", got)
+	}
+	if out := run(true, "ip", "-o", "link").Stdout; strings.Count(out, "\n") != 1 || !strings.Contains(out, ": lo: <LOOPBACK,UP") {
+		t.Errorf("isolated: ip -o link:\n%s", out)
+	}
+	if res := run(true, "perl", "-e", loopbackPing); res.ExitCode != 0 || res.Stdout != "ping\n" {
+		t.Errorf("isolated: loopback listen and connect: exit %d %q %s", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	unreachable := `use IO::Socket::INET; IO::Socket::INET->new(PeerAddr => "192.0.2.1", PeerPort => 80, Timeout => 5) and exit 0; print "$!\n"; exit 1`
+	if res := run(true, "perl", "-e", unreachable); res.ExitCode == 0 || !strings.Contains(res.Stdout, "unreachable") {
+		t.Errorf("isolated: connecting out: exit %d %q %s", res.ExitCode, res.Stdout, res.Stderr)
+	}
+
+	if got := interfaces(run(false, "cat", "/proc/net/dev").Stdout); strings.Join(got, " ") != strings.Join(host, " ") {
+		t.Errorf("not isolated: /proc/net/dev lists %v, the host %v", got, host)
+	}
+	if res := run(false, "perl", "-e", loopbackPing); res.ExitCode != 0 || res.Stdout != "ping\n" {
+		t.Errorf("not isolated: loopback: exit %d %q %s", res.ExitCode, res.Stdout, res.Stderr)
+	}
+}
+
+// interfaces lists the interface names in /proc/net/dev text, sorted.
+func interfaces(procNetDev string) []string {
+	var out []string
+	for _, l := range strings.Split(procNetDev, "\n") {
+		if name, _, ok := strings.Cut(l, ":"); ok && !strings.Contains(name, "|") {
+			out = append(out, strings.TrimSpace(name))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestWorkspaceNamespaceHidesOthers: a command in one Workspace sees its
+// own overlay at its path and nothing of the others — not their overlays
+// at their host paths, not their upperdirs under the state directory —
+// and no LayerFS mount at all beside its own view.
+func TestWorkspaceNamespaceHidesOthers(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a": "a\n"}, sessions.Config{})
+	a, b := d.create(t, "main"), d.create(t, "main")
+	d.sh(t, b.ID, "echo secret > marker")
+	if _, err := os.Stat(b.HostPath + "/marker"); err != nil {
+		t.Fatalf("the host sees B at %s: %v", b.HostPath, err)
+	}
+	for _, p := range []string{b.HostPath + "/marker", d.stateDir + "/ws/" + b.ID} {
+		if res := d.exec(t, a.ID, nil, "ls", p); res.ExitCode == 0 {
+			t.Errorf("A's namespace reaches %s:\n%s", p, res.Stdout)
+		}
+	}
+	if out := d.sh(t, a.ID, "ls -A "+d.stateDir); out != "" {
+		t.Errorf("A's namespace shows the state directory:\n%s", out)
+	}
+	mounts := d.sh(t, a.ID, "cat /proc/self/mountinfo")
+	if n := strings.Count(mounts, " - overlay "); n != 1 || strings.Contains(mounts, "fuse.layerfs") {
+		t.Errorf("A's namespace holds %d overlays and these LayerFS mounts:\n%s", n, grepLines(mounts, "layerfs"))
+	}
+	// After a commit A shows the new head, still alone.
+	d.sh(t, a.ID, "echo mine > mine")
+	d.commit(t, a.ID, api.StatusCommitted)
+	if out := d.sh(t, a.ID, "cat mine; grep -c ' - overlay ' /proc/self/mountinfo"); out != "mine\n1\n" {
+		t.Errorf("A after its commit: %q", out)
+	}
+}
+
+func grepLines(text, sub string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
