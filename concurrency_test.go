@@ -282,7 +282,11 @@ func switches(log []LogEntry) int {
 // holds the winner's content. Several rounds, so either side may win.
 func TestSameFileRaceBetweenProcesses(t *testing.T) {
 	st, f := newProject(t)
-	for round := 0; round < 4; round++ {
+	rounds := 4
+	if testing.Short() || raceEnabled {
+		rounds = 2 // each round starts two processes, slow under -race
+	}
+	for round := 0; round < rounds; round++ {
 		res := expect(t, publish.Committed)(f.Write("race.txt", []byte(fmt.Sprintf("round %d base\n", round))))
 		base := res.Commit
 		hs := startHelpers(t, "editor", st.Backend().Path(), 2, func(int) []string {
