@@ -127,6 +127,7 @@ func fsOptions(cfg Config, logger *log.Logger) *fs.Options {
 			MaxWrite:             maxRead,
 			MaxBackground:        64,
 			DisableXAttrs:        true,
+			DisableSplice:        true, // reads answer with chunk slices (writev), never a file descriptor
 			IgnoreSecurityLabels: true,
 			EnableSymlinkCaching: true,
 			Debug:                cfg.Options.Debug,

@@ -2,7 +2,6 @@ package fusefs
 
 import (
 	"context"
-	"io"
 	"sync"
 	"syscall"
 
@@ -54,16 +53,18 @@ func (n *fileNode) Flush(ctx context.Context, f fs.FileHandle) syscall.Errno {
 	return syscall.ENOSYS
 }
 
+// Read answers with the cached chunks themselves, which go-fuse writes to
+// the kernel with one writev: no copy into dest.
 func (n *fileNode) Read(ctx context.Context, f fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	file, err := n.file()
-	k := 0
+	var slices [][]byte
 	if err == nil {
-		k, err = file.ReadAt(dest, off)
+		slices, err = file.Slices(off, int64(len(dest)))
 	}
-	if err != nil && err != io.EOF {
+	if err != nil {
 		return nil, n.fsys.errno(err, n.EmbeddedInode(), "")
 	}
-	return fuse.ReadResultData(dest[:k]), 0
+	return fuse.ReadResultVector(slices), 0
 }
 
 func (n *fileNode) OnForget() { n.fsys.inos.forget(n.StableAttr().Ino) }

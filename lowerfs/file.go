@@ -50,6 +50,49 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
+// Slices returns the bytes of [off, off+n), cut short at the end of the
+// file, as slices of the cached chunks themselves: nothing is copied, so a
+// caller that writes them out with writev (as fusefs does) saves a copy of
+// every byte. The slices must not be modified. At or past the end of the
+// file there are none.
+func (f *File) Slices(off, n int64) ([][]byte, error) {
+	if off < 0 || n < 0 {
+		return nil, fmt.Errorf("read %q at %d+%d: %w", f.name, off, n, ErrInvalid)
+	}
+	end := min(off+n, f.size)
+	if off >= end {
+		return nil, nil
+	}
+	if f.size >= extents.SmallFileMax {
+		f.prefetch(off, end-off)
+	}
+	var out [][]byte
+	for e, err := range f.r.Extents(off, end-off) {
+		if err != nil {
+			return nil, fmt.Errorf("read %q: %w", f.name, err)
+		}
+		data, err := f.chunk(e)
+		if err != nil {
+			return nil, fmt.Errorf("read %q at %d: %w", f.name, e.Off, err)
+		}
+		out = append(out, data[max(off, e.Off)-e.Off:min(end, e.End())-e.Off])
+	}
+	return out, nil
+}
+
+// chunk returns an extent's bytes, checked against its length.
+func (f *File) chunk(e extents.Extent) ([]byte, error) {
+	data, err := f.v.g.Get(e.Chunk, object.KindChunk)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) != e.Len {
+		return nil, &ObjectError{Kind: object.KindChunk, ID: e.Chunk,
+			Err: fmt.Errorf("%d bytes where %d were expected: %w", len(data), e.Len, object.ErrCorrupt)}
+	}
+	return data, nil
+}
+
 // prefetch hands the chunks of the read-ahead window, and those of this
 // read past its first chunk, to the Cache's workers.
 func (f *File) prefetch(off, n int64) {

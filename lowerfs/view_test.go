@@ -298,3 +298,33 @@ func TestCorruptChunkInStoreFile(t *testing.T) {
 		t.Errorf("other file: %q", got)
 	}
 }
+
+func TestSlicesMatchReadAt(t *testing.T) {
+	v, data := bigView(t, Options{})
+	e, _ := v.Stat("big")
+	f, _ := v.OpenFile(e)
+	rnd := rand.New(rand.NewSource(5))
+	for i := 0; i < 200; i++ {
+		off := rnd.Int63n(int64(len(data)) + 100)
+		n := rnd.Int63n(1 << 20)
+		slices, err := f.Slices(off, n)
+		if err != nil {
+			t.Fatalf("slices at %d+%d: %v", off, n, err)
+		}
+		var got []byte
+		for _, s := range slices {
+			got = append(got, s...)
+		}
+		want := data[min(off, int64(len(data))):min(off+n, int64(len(data)))]
+		if string(got) != string(want) {
+			t.Fatalf("slices at %d+%d: %d bytes, want %d", off, n, len(got), len(want))
+		}
+	}
+	if _, err := f.Slices(-1, 10); !errors.Is(err, ErrInvalid) {
+		t.Errorf("negative offset: %v", err)
+	}
+	small, _ := v.OpenFile(store.Entry{Name: "empty", Type: store.TypeFile, ID: object.Sum(object.KindChunk, nil)})
+	if s, err := small.Slices(0, 10); err != nil || len(s) != 0 {
+		t.Errorf("empty file: %q %v", s, err)
+	}
+}
