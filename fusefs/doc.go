@@ -33,7 +33,8 @@
 // the kernel in no-open mode so it stops sending OPEN, FLUSH and RELEASE
 // for files at all; extended attributes are disabled the same way. The
 // mount is read-only (MS_RDONLY) and every write-type operation that still
-// reaches a node answers EROFS.
+// reaches a node answers EROFS. A READ is answered with the cached chunks
+// themselves, which go-fuse writes to the kernel with one writev.
 //
 // # Inode numbers
 //

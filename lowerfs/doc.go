@@ -33,6 +33,10 @@
 // than a query per chunk. A full queue makes the reader that adds to it
 // wait, which bounds the memory read-ahead can claim.
 //
+// File.ReadAt copies, as io.ReaderAt must; File.Slices returns the cached
+// chunks themselves, for callers (fusefs) that can write them out as they
+// are.
+//
 // # Errors
 //
 // A name that is not in a directory is ErrNotExist. A stored object that
