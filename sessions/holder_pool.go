@@ -2,17 +2,21 @@ package sessions
 
 import "sync"
 
-// holderPool keeps a few namespace holders started ahead of need, so
-// creating a Workspace does not wait for a process to start.
+// holderPool keeps a few namespace holders started ahead of need, their
+// mount namespaces already joined, so creating a Workspace waits neither
+// for a process to start nor for setns. Holders are stopped through it
+// too: stopping one does not wait for it to exit, but closing the pool
+// waits for every holder stopped so far.
 type holderPool struct {
 	self string
 	hide string // the state directory holders hide
 	size int
 
-	mu      sync.Mutex
-	ready   []*holder
-	filling bool
-	closed  bool
+	mu       sync.Mutex
+	ready    []*holder
+	filling  bool
+	closed   bool
+	stopping []*holder // stopped, maybe not yet exited
 }
 
 func newHolderPool(self, hide string, size int) *holderPool {
@@ -60,7 +64,7 @@ func (p *holderPool) refill() {
 				p.filling = false
 				p.mu.Unlock()
 				if h != nil {
-					h.stop()
+					p.stop(h)
 				}
 				return
 			}
@@ -70,6 +74,26 @@ func (p *holderPool) refill() {
 	}()
 }
 
+// stop ends a holder the pool handed out (or made) without waiting for
+// it to exit.
+func (p *holderPool) stop(h *holder) {
+	h.stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	live := p.stopping[:0]
+	for _, s := range p.stopping {
+		select {
+		case <-s.exited:
+		default:
+			live = append(live, s)
+		}
+	}
+	p.stopping = append(live, h)
+}
+
+// close stops the ready holders and waits until every holder stopped
+// through the pool has exited, so no namespace of theirs still holds a
+// Workspace's overlay (which would keep the Store's FUSE mount alive).
 func (p *holderPool) close() {
 	p.mu.Lock()
 	p.closed = true
@@ -77,6 +101,13 @@ func (p *holderPool) close() {
 	p.ready = nil
 	p.mu.Unlock()
 	for _, h := range ready {
-		h.stop()
+		p.stop(h)
+	}
+	p.mu.Lock()
+	stopping := p.stopping
+	p.stopping = nil
+	p.mu.Unlock()
+	for _, h := range stopping {
+		<-h.exited
 	}
 }

@@ -26,15 +26,20 @@ const holderHideEnv = "LAYERFS_HOLDER_HIDE"
 // namespaces. It does nothing but wait; closing its stdin (or the daemon
 // dying) ends it.
 type holder struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	exited chan struct{} // closed once the process has been reaped
 
 	mu      sync.Mutex
 	threads [2]*nsThread // in its mount namespace; in its mount and network namespaces
+	stopped bool
 }
 
-// startHolder starts a holder in new mount and network namespaces and
-// waits until it has set them up. hide is the daemon's state directory.
+// startHolder starts a holder in new mount and network namespaces, waits
+// until it has set them up, and has a thread of this process join its
+// mount namespace (see inNamespace), so that neither cost falls on the
+// Workspace that gets the holder from the pool. hide is the daemon's state
+// directory.
 func startHolder(self, hide string) (*holder, error) {
 	cmd := exec.Command(self, HolderArg)
 	cmd.Env = append(os.Environ(), holderHideEnv+"="+hide)
@@ -58,24 +63,42 @@ func startHolder(self, hide string) (*holder, error) {
 		cmd.Wait()
 		return nil, fmt.Errorf("namespace holder did not start: %q %v", line, err)
 	}
-	return &holder{cmd: cmd, stdin: stdin}, nil
+	stdout.Close() // a holder writes nothing after ready
+	h := &holder{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
+	if _, err := h.thread(false); err != nil {
+		h.stop()
+		<-h.exited
+		return nil, err
+	}
+	return h, nil
 }
 
 func (h *holder) pid() int { return h.cmd.Process.Pid }
 
-// stop ends the holder; its namespaces go away with the last process in
-// them.
+// stop ends the holder's threads and tells it to exit, without waiting:
+// its namespaces, and the mounts in them, go away with it, which can take
+// milliseconds. h.exited is closed once it has been reaped. Only the
+// first call does anything.
 func (h *holder) stop() {
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stopped {
+		return
+	}
+	h.stopped = true
 	for i, t := range h.threads {
 		if t != nil {
 			t.stop()
 			h.threads[i] = nil
 		}
 	}
-	h.mu.Unlock()
 	h.stdin.Close()
-	h.cmd.Wait()
+	// Reap it from now on only: a goroutine waiting for a process holds an
+	// OS thread, and a live holder should cost none.
+	go func() {
+		h.cmd.Wait()
+		close(h.exited)
+	}()
 }
 
 // HolderMain runs in a fresh holder process: it stops its mount namespace
@@ -122,8 +145,9 @@ func loopbackUp() error {
 
 // inNamespace runs fn on an OS thread that has joined the holder's mount
 // namespace (and its network namespace too, when net is set); processes fn
-// starts inherit them. Each holder keeps one such thread per kind, made on
-// first use: joining a namespace costs milliseconds, so it is done once.
+// starts inherit them. Each holder keeps one such thread per kind: joining
+// a namespace costs milliseconds, so it is done once — for the mount
+// namespace when the holder starts, for the network one on first use.
 func (h *holder) inNamespace(net bool, fn func() error) error {
 	t, err := h.thread(net)
 	if err != nil {
@@ -135,6 +159,9 @@ func (h *holder) inNamespace(net bool, fn func() error) error {
 func (h *holder) thread(net bool) (*nsThread, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.stopped {
+		return nil, fmt.Errorf("namespace holder %d: %w", h.pid(), ErrClosed)
+	}
 	i := 0
 	if net {
 		i = 1

@@ -136,7 +136,7 @@ func (w *workspace) teardown() {
 // and record.
 func (w *workspace) detach() error {
 	if w.holder != nil {
-		w.holder.stop()
+		w.d.holders.stop(w.holder)
 		w.holder = nil
 	}
 	return unmount(w.hostPath())
