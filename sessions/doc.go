@@ -34,4 +34,13 @@
 // (kill -9) it comes back with the Workspaces it had, their uncommitted
 // changes intact; on SIGINT/SIGTERM it unmounts everything and keeps the
 // records, so a restart resumes them. It never issues SQL: the Store does.
+//
+// Overlays are mounted volatile: overlayfs never syncs the upper
+// filesystem, neither when it copies a file up nor when a Workspace is
+// unmounted (each commit and each end), and fsync in a command does not
+// reach the disk. Otherwise a 10-byte write to a 32 MiB file would first
+// write 32 MiB to disk, and every unmount would sync the whole filesystem
+// under the state directory. Uncommitted changes survive a daemon crash
+// (the page cache outlives it), not necessarily a host crash; a commit is
+// as durable as the Store makes it.
 package sessions

@@ -16,8 +16,21 @@ import (
 // lets renames of lower directories work and be captured; metacopy stays
 // off so a copy-up copies content; index and xino stay off because the
 // lower layer is FUSE.
+//
+// volatile stops overlayfs from syncing the upper filesystem: otherwise
+// every copy-up fsyncs the copied file (32 MiB written to disk before a
+// 10-byte overwrite can start) and every unmount — each commit's remount,
+// each end — runs syncfs on the whole filesystem the state directory is
+// on, writing back everyone's dirty data, and fsync and sync in commands
+// do the same. Uncommitted changes stay as safe as files a command wrote
+// without fsync: a daemon crash (kill -9) loses nothing, since the page
+// cache outlives it; a host crash may lose recent writes. Commit is the
+// durability point: the Store keeps its own promise (store.Durability).
+// A volatile mount leaves a marker in its work directory that makes
+// overlayfs refuse the same work directory after a host crash; every
+// mount here gets a fresh one (resume removes the old).
 func mountOverlay(lower, upper, work, mnt string) error {
-	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,redirect_dir=on,metacopy=off,index=off,xino=off",
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,redirect_dir=on,metacopy=off,index=off,xino=off,volatile",
 		lower, upper, work)
 	if err := unix.Mount("overlay", mnt, "overlay", 0, opts); err != nil {
 		return fmt.Errorf("mount overlay at %s: %w", mnt, err)
