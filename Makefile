@@ -6,7 +6,7 @@ PREFIX    ?= /usr/local
 # and overlayfs, and skips cleanly without them (fails with LAYERFS_REQUIRE_ROOT=1).
 UNIT       = $(shell $(GO) list ./... | grep -v -e /integration -e /bench)
 
-.PHONY: build test test-race test-unit test-integration lint bench install demo clean
+.PHONY: build test test-race test-unit test-integration lint bench install demo roundtrip clean
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -36,8 +36,13 @@ install: build
 	install -m 0755 $(BIN)/layerfs $(PREFIX)/bin/layerfs
 	install -m 0755 $(BIN)/mount.fuse.layerfs $(or $(SBINDIR),/sbin)/mount.fuse.layerfs
 
-# The main job on a fresh machine: capture a real tree, export it, compare.
+# The main job on a fresh machine: capture a real tree, four agents work in
+# Workspaces in parallel and commit through the gate; log, diff, blame, stats.
 demo: build
+	./scripts/demo.sh
+
+# Capture a real tree, export it, and compare with diff -r.
+roundtrip: build
 	./bench/roundtrip.sh
 
 clean:

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -15,7 +16,7 @@ import (
 var wsFlags struct {
 	socket, branch, path, cwd, message string
 	timeout                            time.Duration
-	isolate, discard, force            bool
+	isolate, discard, force, stdin     bool
 	env                                stringList
 }
 
@@ -35,7 +36,7 @@ func init() {
                                    (default /workspace) by the commands run in it
   ls                               every Workspace
   inspect ID                       one Workspace and its uncommitted changed paths
-  exec ID [--cwd D] [--env K=V]... [--timeout T] [--isolate-network] -- ARGV...
+  exec ID [--cwd D] [--env K=V]... [--timeout T] [--isolate-network] [--stdin] -- ARGV...
                                    run a command; its output streams to ours and
                                    its exit code becomes ours
   commit ID [--message M] [--force] capture and publish; prints the receipt. A
@@ -56,6 +57,7 @@ func init() {
 			c.fs.BoolVar(&wsFlags.isolate, "isolate-network", false, "run the command with loopback only")
 			c.fs.BoolVar(&wsFlags.discard, "discard", false, "end even with uncommitted changes, dropping them")
 			c.fs.BoolVar(&wsFlags.force, "force", false, "commit files that still hold conflict markers")
+			c.fs.BoolVar(&wsFlags.stdin, "stdin", false, "pass our standard input to the command (like docker exec -i)")
 			wsFlags.env = nil
 			c.fs.Var(&wsFlags.env, "env", "`KEY=VALUE` for exec (repeatable; replaces the environment)")
 			c.jsonFlag()
@@ -138,10 +140,10 @@ func wsExec(c *cli, cl *layerfs.Client, id string, argv []string) error {
 	}
 	req := api.ExecRequest{Argv: argv, Cwd: wsFlags.cwd, Env: wsFlags.env, IsolateNetwork: wsFlags.isolate,
 		TimeoutMS: wsFlags.timeout.Milliseconds()}
-	if !isTerminal(os.Stdin) {
-		data, err := readAllStdin()
+	if wsFlags.stdin {
+		data, err := io.ReadAll(os.Stdin)
 		if err != nil {
-			return err
+			return fmt.Errorf("read stdin: %w", err)
 		}
 		req.Stdin = string(data)
 	}
@@ -169,18 +171,6 @@ func wsExec(c *cli, cl *layerfs.Client, id string, argv []string) error {
 		return &exitStatus{res.ExitCode}
 	}
 	return nil
-}
-
-func readAllStdin() ([]byte, error) {
-	var sb strings.Builder
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := os.Stdin.Read(buf)
-		sb.Write(buf[:n])
-		if err != nil {
-			return []byte(sb.String()), nil
-		}
-	}
 }
 
 // exitStatus passes a command's exit code through as layerfs's own.
@@ -220,7 +210,7 @@ func wsCommit(c *cli, cl *layerfs.Client, id string) error {
 			r.PathsCaptured, r.BytesHashed, r.ObjectsNew, r.ObjectsReused, r.BytesStored, r.TotalMS, r.CaptureMS, r.LockMS, r.RemountMS)
 	}
 	if res.Status == api.StatusConflict {
-		return fmt.Errorf("conflict on %s: %w", strings.Join(res.Paths, ", "), errConflict)
+		return fmt.Errorf("%w: %s", errConflict, strings.Join(res.Paths, ", "))
 	}
 	return nil
 }
