@@ -4,6 +4,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/layerfs/layerfs/api"
@@ -100,6 +101,20 @@ func TestWorkspaceNamespaceHidesOthers(t *testing.T) {
 	if n := strings.Count(mounts, " - overlay "); n != 1 || strings.Contains(mounts, "fuse.layerfs") {
 		t.Errorf("A's namespace holds %d overlays and these LayerFS mounts:\n%s", n, grepLines(mounts, "layerfs"))
 	}
+	// The namespace's view is the host path's overlay: a lock taken
+	// through one is seen through the other.
+	f, err := os.Open(a.HostPath + "/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	if res := d.exec(t, a.ID, nil, "flock", "-n", "a", "true"); res.ExitCode != 1 {
+		t.Errorf("flock -n inside A on a file locked through its host path: exit %d %s", res.ExitCode, res.Stderr)
+	}
+	f.Close()
 	// After a commit A shows the new head, still alone.
 	d.sh(t, a.ID, "echo mine > mine")
 	d.commit(t, a.ID, api.StatusCommitted)
