@@ -63,11 +63,16 @@ func (g *getter) loadClaimed(ids []object.ID, loads map[object.ID]*cacheLoad, k 
 			return
 		}
 		delete(loads, id)
+		var val any
+		var cost int64
+		if err == nil {
+			val, cost, err = decode(k, data)
+		}
 		if err != nil {
 			g.c.publish(id, l, nil, 0, &ObjectError{Kind: k, ID: id, Err: err})
 			return
 		}
-		g.c.publish(id, l, data, int64(len(data))+itemOverhead, nil)
+		g.c.publish(id, l, val, cost, nil)
 		n++
 	}
 	var err error
@@ -85,18 +90,32 @@ func (g *getter) loadClaimed(ids []object.ID, loads map[object.ID]*cacheLoad, k 
 	return n
 }
 
+// decode turns an object's bytes into what the cache keeps for it: the
+// bytes themselves, or a decoded *store.Tree for a tree.
+func decode(k object.Kind, data []byte) (any, int64, error) {
+	if k != object.KindTree {
+		return data, int64(len(data)) + itemOverhead, nil
+	}
+	t, err := store.DecodeTree(data)
+	if err != nil {
+		return nil, 0, err
+	}
+	return t, treeCost(t), nil
+}
+
 // tree returns a decoded tree.
 func (g *getter) tree(id object.ID) (*store.Tree, error) {
 	v, err := g.c.get(id, func() (any, int64, error) {
 		data, err := g.s.Get(id, object.KindTree)
+		var val any
+		var cost int64
+		if err == nil {
+			val, cost, err = decode(object.KindTree, data)
+		}
 		if err != nil {
 			return nil, 0, &ObjectError{Kind: object.KindTree, ID: id, Err: err}
 		}
-		t, err := store.DecodeTree(data)
-		if err != nil {
-			return nil, 0, &ObjectError{Kind: object.KindTree, ID: id, Err: err}
-		}
-		return t, treeCost(t), nil
+		return val, cost, nil
 	})
 	if err != nil {
 		return nil, err

@@ -3,17 +3,42 @@ package lowerfs
 import (
 	"fmt"
 
+	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/store"
 )
 
 // ReadDir lists a directory: its entries sorted by name, with types, modes,
-// sizes and times. The slice is shared and must not be modified.
+// sizes and times. The slice is shared and must not be modified. The trees
+// of its subdirectories are read ahead: a listing is usually followed by
+// visits to them (find, tar, cp -r, a compiler's search), and on a cold
+// Store file that turns one disk wait per directory into a few in parallel.
 func (v *View) ReadDir(dir store.Entry) ([]store.Entry, error) {
 	t, err := v.tree(dir)
 	if err != nil {
 		return nil, err
 	}
+	v.prefetchSubtrees(t)
 	return t.Entries, nil
+}
+
+// prefetchSubtrees queues the trees of t's subdirectories.
+func (v *View) prefetchSubtrees(t *store.Tree) {
+	if v.readAhead <= 0 {
+		return
+	}
+	var batch []object.ID
+	for i := range t.Entries {
+		if t.Entries[i].Type != store.TypeDir {
+			continue
+		}
+		if batch = append(batch, t.Entries[i].ID); len(batch) == prefetchBatch {
+			v.g.c.pre.add(v.g, batch, object.KindTree)
+			batch = nil
+		}
+	}
+	if len(batch) > 0 {
+		v.g.c.pre.add(v.g, batch, object.KindTree)
+	}
 }
 
 // Lookup finds name in a directory.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/layerfs/layerfs/extents"
 	"github.com/layerfs/layerfs/object"
@@ -326,5 +327,30 @@ func TestSlicesMatchReadAt(t *testing.T) {
 	small, _ := v.OpenFile(store.Entry{Name: "empty", Type: store.TypeFile, ID: object.Sum(object.KindChunk, nil)})
 	if s, err := small.Slices(0, 10); err != nil || len(s) != 0 {
 		t.Errorf("empty file: %q %v", s, err)
+	}
+}
+
+func TestReadDirReadsAheadSubtrees(t *testing.T) {
+	s := store.NewTestStore(t)
+	id := WriteTestCommit(t, s, map[string]TestEntry{"a/x": {Data: "a"}, "b/x": {Data: "b"}, "c/d/x": {Data: "c"}, "f": {}})
+	cache := NewCache(0)
+	defer cache.Close()
+	v, _ := Open(s, id, Options{Cache: cache})
+	if _, err := v.ReadDir(v.Root()); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); cache.Stats().Prefetched < 3; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("subdirectory trees not read ahead: %+v", cache.Stats())
+		}
+	}
+	misses := cache.Stats().Misses
+	for _, p := range []string{"a/x", "b/x", "c/d"} {
+		if _, err := v.Stat(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := cache.Stats().Misses; got != misses {
+		t.Errorf("%d trees loaded after the listing read them ahead", got-misses)
 	}
 }
