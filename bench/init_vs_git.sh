@@ -15,7 +15,7 @@ git_once() {
 	local t; t=$(now)
 	git --git-dir="$WORK/git" --work-tree="$WORK/src" init -q
 	git --git-dir="$WORK/git" --work-tree="$WORK/src" add -A -f
-	git --git-dir="$WORK/git" --work-tree="$WORK/src" -c user.name=b -c user.email=b@b commit -q -m init
+	git --git-dir="$WORK/git" --work-tree="$WORK/src" -c gc.auto=0 -c user.name=b -c user.email=b@b commit -q -m init
 	elapsed "$t"
 }
 layerfs_once() {
