@@ -3,6 +3,7 @@ package fusefs
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"math/rand"
@@ -281,5 +282,27 @@ func TestMountCorruptChunkIsEIO(t *testing.T) {
 	}
 	if l := logged.String(); !strings.Contains(l, e.ID.String()) || !strings.Contains(l, "/dir/bad") {
 		t.Errorf("log does not name the object and the path:\n%s", l)
+	}
+}
+
+// TestMountLargeDirectory lists a directory that takes many READDIRPLUS
+// requests, each served by a handle opened for it and seeked to the
+// request's offset (see noOpendir).
+func TestMountLargeDirectory(t *testing.T) {
+	s := store.NewTestStore(t)
+	files := map[string]lowerfs.TestEntry{}
+	for i := 0; i < 3000; i++ {
+		files[fmt.Sprintf("big/file-%04d.txt", i)] = lowerfs.TestEntry{Data: fmt.Sprint(i)}
+	}
+	c := lowerfs.WriteTestCommit(t, s, files)
+	mnt, _ := mountTest(t, Config{Store: s, Commit: c})
+	for pass := 0; pass < 2; pass++ { // the second from the kernel's cache
+		names := readDirNames(t, filepath.Join(mnt, "big"))
+		if len(names) != 3000 || names[0] != "file-0000.txt" || names[2999] != "file-2999.txt" {
+			t.Fatalf("pass %d: %d names, %v ... %v", pass, len(names), names[:1], names[len(names)-1:])
+		}
+	}
+	if got, err := os.ReadFile(filepath.Join(mnt, "big", "file-1234.txt")); err != nil || string(got) != "1234" {
+		t.Errorf("file-1234.txt: %q %v", got, err)
 	}
 }
