@@ -153,8 +153,9 @@ func TestWorkspaceSameFileConflict(t *testing.T) {
 	if len(res.Paths) != 1 || res.Paths[0] != "a.txt" {
 		t.Fatalf("conflict paths %v", res.Paths)
 	}
-	if out := d.sh(t, b.ID, "cat a.txt"); out != "B\n" {
-		t.Fatalf("the refused Workspace keeps its change: %q", out)
+	// The refused Workspace keeps its change, in marker blocks against head.
+	if out := d.sh(t, b.ID, "cat a.txt"); !strings.HasPrefix(out, "<<<<<<< ours\nB\n") || !strings.Contains(out, "=======\nA\n>>>>>>> head ") {
+		t.Fatalf("the refused Workspace's a.txt: %q", out)
 	}
 	if got := d.read(t, "main", "a.txt"); got != "A\n" {
 		t.Fatalf("head: %q", got)
