@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/layerfs/layerfs"
 	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/sessions"
 )
 
 // TestDaemonKill9 kills a layerfs daemon process with SIGKILL while it
@@ -164,4 +166,49 @@ func storeLeases(t *testing.T, path string) []string {
 		out = append(out, l.ID+"@"+l.Commit.String()[:12])
 	}
 	return out
+}
+
+// TestRestartAfterInterruptedRebase: a conflicting commit moves the
+// Workspace's upperdir to the next generation before it records the move.
+// A daemon that died between the two must come back with the moved
+// upperdir — the pending changes and their marker blocks — not an empty
+// one. The test makes that state by rolling the record back.
+func TestRestartAfterInterruptedRebase(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
+	a, b := d.create(t, "main"), d.create(t, "main")
+	d.sh(t, a.ID, "echo A > a.txt")
+	d.sh(t, b.ID, "echo B > a.txt && echo mine > b.txt")
+	d.commit(t, a.ID, api.StatusCommitted)
+	d.commit(t, b.ID, api.StatusConflict)
+	want := d.sh(t, b.ID, "cat a.txt b.txt")
+	if err := d.Daemon.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recPath := filepath.Join(d.stateDir, "ws", b.ID, "state.json")
+	data, err := os.ReadFile(recPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	decodeJSON(t, string(data), &rec)
+	if rec["gen"] != 1.0 {
+		t.Fatalf("record after the conflict: %s", data)
+	}
+	rec["gen"], rec["lease"] = 0, b.Lease // as saved before the rebase
+	data, _ = json.Marshal(rec)
+	if err := os.WriteFile(recPath, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Daemon = d2
+	if got := d.sh(t, b.ID, "cat a.txt b.txt"); got != want {
+		t.Fatalf("after the restart B reads %q, want %q", got, want)
+	}
+	in, err := d.Inspect(b.ID)
+	if err != nil || in.Lease == b.Lease {
+		t.Fatalf("after the restart B is leased on %.12s (%v), not the head it met", in.Lease, err)
+	}
 }

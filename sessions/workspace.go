@@ -117,6 +117,9 @@ func (w *workspace) setup() error {
 // resume remounts a recorded Workspace after a restart, over the upperdir
 // it had: uncommitted changes come back as they were.
 func (w *workspace) resume() error {
+	if err := w.adoptMovedUpper(); err != nil {
+		return err
+	}
 	if err := w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, w.rec.lease()); err != nil {
 		return err
 	}
@@ -124,6 +127,32 @@ func (w *workspace) resume() error {
 	// it holds nothing of value, so start a fresh one.
 	os.RemoveAll(w.work())
 	return w.setup()
+}
+
+// adoptMovedUpper finishes a rebase a crash interrupted: rebase moves the
+// lease to the head it met and renames the upperdir to the next
+// generation before it saves the record, so the record can name an
+// upperdir that is gone while the next one holds the pending changes.
+func (w *workspace) adoptMovedUpper() error {
+	next := w.dir("upper-" + strconv.Itoa(w.rec.Gen+1))
+	if _, err := os.Stat(w.upper()); err == nil {
+		return nil
+	}
+	if _, err := os.Stat(next); err != nil {
+		return nil
+	}
+	leases, err := w.d.s.Leases()
+	if err != nil {
+		return err
+	}
+	for _, l := range leases {
+		if l.ID == w.rec.ID {
+			w.rec.Lease = l.Commit.String()
+		}
+	}
+	w.rec.Gen++
+	w.d.log.Printf("workspace %s: a rebase was interrupted; resuming it on %.12s", w.rec.ID, w.rec.Lease)
+	return nil
 }
 
 // teardown undoes setup as far as it got.
