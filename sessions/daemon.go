@@ -30,8 +30,8 @@ type Config struct {
 	StateDir string
 	// MaxWorkspaces caps live Workspaces; 0 means DefaultMaxWorkspaces.
 	MaxWorkspaces int
-	// Self is the layerfs binary, run as namespace holder; "" means
-	// /proc/self/exe.
+	// Self was the layerfs binary the daemon ran as namespace holder.
+	// Holders are threads of the daemon now; it is ignored.
 	Self string
 	// FUSE tunes the Store's FUSE mount.
 	FUSE   fusefs.Options
@@ -60,9 +60,6 @@ func Start(cfg Config) (*Daemon, error) {
 	if cfg.MaxWorkspaces <= 0 {
 		cfg.MaxWorkspaces = DefaultMaxWorkspaces
 	}
-	if cfg.Self == "" {
-		cfg.Self = "/proc/self/exe"
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = log.New(os.Stderr, "layerfs daemon: ", log.LstdFlags)
 	}
@@ -78,7 +75,7 @@ func Start(cfg Config) (*Daemon, error) {
 		d.teardown()
 		return nil, err
 	}
-	d.holders = newHolderPool(cfg.Self, cfg.StateDir, 2)
+	d.holders = newHolderPool(cfg.StateDir, 2)
 	if err := d.restore(); err != nil {
 		d.Close()
 		return nil, err

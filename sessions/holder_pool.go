@@ -2,30 +2,27 @@ package sessions
 
 import "sync"
 
-// holderPool keeps a few namespace holders started ahead of need, their
-// mount namespaces already joined, so creating a Workspace waits neither
-// for a process to start nor for setns. Holders are stopped through it
-// too: stopping one does not wait for it to exit, but closing the pool
-// waits for every holder stopped so far.
+// holderPool keeps a few holders made ahead of need, so creating a
+// Workspace does not wait for a namespace to be made and isolated (which
+// copies, then detaches, every live Workspace's mount: it grows with their
+// number).
 type holderPool struct {
-	self string
 	hide string // the state directory holders hide
 	size int
 
-	mu       sync.Mutex
-	ready    []*holder
-	filling  bool
-	closed   bool
-	stopping []*holder // stopped, maybe not yet exited
+	mu      sync.Mutex
+	ready   []*holder
+	filling bool
+	closed  bool
 }
 
-func newHolderPool(self, hide string, size int) *holderPool {
-	p := &holderPool{self: self, hide: hide, size: size}
+func newHolderPool(hide string, size int) *holderPool {
+	p := &holderPool{hide: hide, size: size}
 	p.refill()
 	return p
 }
 
-// get returns a ready holder, starting one now if none is waiting.
+// get returns a ready holder, making one now if none is waiting.
 func (p *holderPool) get() (*holder, error) {
 	p.mu.Lock()
 	var h *holder
@@ -37,7 +34,7 @@ func (p *holderPool) get() (*holder, error) {
 	if h != nil {
 		return h, nil
 	}
-	return startHolder(p.self, p.hide)
+	return newHolder(p.hide)
 }
 
 // refill tops the pool up in the background.
@@ -58,13 +55,13 @@ func (p *holderPool) refill() {
 				return
 			}
 			p.mu.Unlock()
-			h, err := startHolder(p.self, p.hide)
+			h, err := newHolder(p.hide)
 			p.mu.Lock()
 			if err != nil || p.closed {
 				p.filling = false
 				p.mu.Unlock()
 				if h != nil {
-					p.stop(h)
+					h.stop()
 				}
 				return
 			}
@@ -74,26 +71,6 @@ func (p *holderPool) refill() {
 	}()
 }
 
-// stop ends a holder the pool handed out (or made) without waiting for
-// it to exit.
-func (p *holderPool) stop(h *holder) {
-	h.stop()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	live := p.stopping[:0]
-	for _, s := range p.stopping {
-		select {
-		case <-s.exited:
-		default:
-			live = append(live, s)
-		}
-	}
-	p.stopping = append(live, h)
-}
-
-// close stops the ready holders and waits until every holder stopped
-// through the pool has exited, so no namespace of theirs still holds a
-// Workspace's overlay (which would keep the Store's FUSE mount alive).
 func (p *holderPool) close() {
 	p.mu.Lock()
 	p.closed = true
@@ -101,13 +78,6 @@ func (p *holderPool) close() {
 	p.ready = nil
 	p.mu.Unlock()
 	for _, h := range ready {
-		p.stop(h)
-	}
-	p.mu.Lock()
-	stopping := p.stopping
-	p.stopping = nil
-	p.mu.Unlock()
-	for _, h := range stopping {
-		<-h.exited
+		h.stop()
 	}
 }

@@ -1,15 +1,11 @@
 package sessions
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
-	"strings"
 	"sync"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,63 +18,78 @@ const HolderArg = "__layerfs_holder"
 // namespace.
 const holderHideEnv = "LAYERFS_HOLDER_HIDE"
 
-// holder is the process that owns a Workspace's mount and network
-// namespaces. It does nothing but wait; closing its stdin (or the daemon
-// dying) ends it.
+// holder owns a Workspace's mount namespace, and its network namespace once
+// a command asks for one. It is a thread of the daemon, locked to its
+// goroutine, that made the namespace with unshare(2) and stays in it: the
+// namespace lives as long as the thread, and processes started from the
+// thread are born in it. A thread costs tens of KiB where a holder process
+// cost 2 MiB (a Go runtime of its own), is made in a fraction of a
+// millisecond where a process took 5-10 ms to start, and ends at once.
 type holder struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	exited chan struct{} // closed once the process has been reaped
+	hide string // the daemon's state directory, hidden in the namespace
 
 	mu      sync.Mutex
 	threads [2]*nsThread // in its mount namespace; in its mount and network namespaces
 	stopped bool
 }
 
-// startHolder starts a holder in new mount and network namespaces, waits
-// until it has set them up, and has a thread of this process join its
-// mount namespace (see inNamespace), so that neither cost falls on the
-// Workspace that gets the holder from the pool. hide is the daemon's state
-// directory.
-func startHolder(self, hide string) (*holder, error) {
-	cmd := exec.Command(self, HolderArg)
-	cmd.Env = append(os.Environ(), holderHideEnv+"="+hide)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWNS | unix.CLONE_NEWNET, Setpgid: true}
-	stdin, err := cmd.StdinPipe()
+// newHolder makes a fresh mount namespace, isolated as isolateNamespace
+// describes, on a thread of its own.
+func newHolder(hide string) (*holder, error) {
+	t, err := startThread(func() error { return newMountNamespace(hide) })
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start namespace holder: %w", err)
-	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || strings.TrimSpace(line) != "ready" {
-		stdin.Close()
-		cmd.Process.Kill()
-		cmd.Wait()
-		return nil, fmt.Errorf("namespace holder did not start: %q %v", line, err)
-	}
-	stdout.Close() // a holder writes nothing after ready
-	h := &holder{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
-	if _, err := h.thread(false); err != nil {
-		h.stop()
-		<-h.exited
-		return nil, err
-	}
-	return h, nil
+	return &holder{hide: hide, threads: [2]*nsThread{t}}, nil
 }
 
-func (h *holder) pid() int { return h.cmd.Process.Pid }
+// newMountNamespace moves the calling (locked) thread to a new mount
+// namespace that receives no mount propagation, so no mount made later
+// anywhere reaches it, and none made in it leaves; the Workspace's overlay
+// is attached to it explicitly (bindInto). Then it drops the LayerFS mounts
+// the namespace was copied with and hides the state directory.
+func newMountNamespace(hide string) error {
+	// unshare(CLONE_NEWNS) refuses a thread that shares its filesystem
+	// attributes with others, as all Go threads do, so stop sharing first.
+	if err := unix.Unshare(unix.CLONE_FS); err != nil {
+		return fmt.Errorf("unshare fs: %w", err)
+	}
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("new mount namespace: %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	return isolateNamespace(hide)
+}
 
-// stop ends the holder's threads and tells it to exit, without waiting:
-// its namespaces, and the mounts in them, go away with it, which can take
-// milliseconds. h.exited is closed once it has been reaped. Only the
-// first call does anything.
+// newNetNamespace moves the calling (locked) thread into the mount
+// namespace of thread tid of this process and a new network namespace with
+// loopback up.
+func newNetNamespace(tid int) error {
+	if err := unix.Unshare(unix.CLONE_FS); err != nil {
+		return fmt.Errorf("unshare fs: %w", err)
+	}
+	fd, err := unix.Open(fmt.Sprintf("/proc/self/task/%d/ns/mnt", tid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open the Workspace's mount namespace: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Setns(fd, unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("join the Workspace's mount namespace: %w", err)
+	}
+	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("new network namespace: %w", err)
+	}
+	if err := loopbackUp(); err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	return nil
+}
+
+// stop ends the holder's threads; the namespaces, and the mounts in them,
+// go away as the threads exit, without the caller waiting. Only the first
+// call does anything.
 func (h *holder) stop() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -92,21 +103,15 @@ func (h *holder) stop() {
 			h.threads[i] = nil
 		}
 	}
-	h.stdin.Close()
-	// Reap it from now on only: a goroutine waiting for a process holds an
-	// OS thread, and a live holder should cost none.
-	go func() {
-		h.cmd.Wait()
-		close(h.exited)
-	}()
 }
 
-// HolderMain runs in a fresh holder process: it stops its mount namespace
-// from sending mounts back to the daemon's, detaches the LayerFS mounts it
-// inherited and hides the daemon's state directory (see
-// isolateNamespace), brings up loopback in its network namespace, reports
-// ready, and waits for stdin to close. The daemon attaches the Workspace's
-// overlay later (bindInto).
+// HolderMain runs in a holder process: it stops its mount namespace from
+// sending mounts back to the daemon's, detaches the LayerFS mounts it
+// inherited and hides the daemon's state directory (see isolateNamespace),
+// brings up loopback in its network namespace, reports ready, and waits
+// for stdin to close. The daemon no longer starts holder processes — its
+// holders are threads (see holder) — but the layerfs binary still answers
+// HolderArg with it.
 func HolderMain() int {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		fmt.Fprintf(os.Stderr, "layerfs holder: make mounts slave: %v\n", err)
@@ -143,11 +148,9 @@ func loopbackUp() error {
 	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }
 
-// inNamespace runs fn on an OS thread that has joined the holder's mount
-// namespace (and its network namespace too, when net is set); processes fn
-// starts inherit them. Each holder keeps one such thread per kind: joining
-// a namespace costs milliseconds, so it is done once — for the mount
-// namespace when the holder starts, for the network one on first use.
+// inNamespace runs fn on the holder's thread in its mount namespace (with
+// net set, on its thread in its mount and network namespaces, made on
+// first use); processes fn starts inherit them.
 func (h *holder) inNamespace(net bool, fn func() error) error {
 	t, err := h.thread(net)
 	if err != nil {
@@ -160,57 +163,64 @@ func (h *holder) thread(net bool) (*nsThread, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.stopped {
-		return nil, fmt.Errorf("namespace holder %d: %w", h.pid(), ErrClosed)
+		return nil, fmt.Errorf("workspace namespace: %w", ErrClosed)
 	}
-	i := 0
-	if net {
-		i = 1
+	if !net {
+		return h.threads[0], nil
 	}
-	if h.threads[i] == nil {
-		t, err := startThread(h.pid(), net)
+	if h.threads[1] == nil {
+		tid := h.threads[0].tid
+		t, err := startThread(func() error { return newNetNamespace(tid) })
 		if err != nil {
 			return nil, err
 		}
-		h.threads[i] = t
+		h.threads[1] = t
 	}
-	return h.threads[i], nil
+	return h.threads[1], nil
 }
 
-// nsThread is a goroutine locked to an OS thread inside a holder's
-// namespaces, running the functions sent to it. The thread is never
-// unlocked: when the goroutine ends, the runtime ends the thread with it.
+// nsThread is a goroutine locked to an OS thread that has left the
+// daemon's namespaces, running the functions sent to it. The thread is
+// never unlocked: when the goroutine ends, the runtime ends the thread
+// with it, and the namespaces with the thread. (A locked thread also never
+// spawns the runtime's other threads, so none of them starts out in a
+// Workspace's namespace.)
 type nsThread struct {
 	work chan func()
+	tid  int
 }
 
-func startThread(pid int, net bool) (*nsThread, error) {
+// startThread starts a thread that runs setup, which moves it to its
+// namespaces, and then serves run.
+func startThread(setup func() error) (*nsThread, error) {
 	t := &nsThread{work: make(chan func())}
 	errc := make(chan error, 1)
-	go t.loop(pid, net, errc)
+	go t.loop(setup, errc)
 	if err := <-errc; err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
-// loop joins the namespaces on a thread of its own and serves t.work. The
-// runtime never ends the main thread (it parks it instead), so a thread
-// left in a holder's namespace must not be the main one: on the main
-// thread, loop holds it while another goroutine, which then cannot get it,
-// does the work.
-func (t *nsThread) loop(pid int, net bool, errc chan<- error) {
+// loop runs setup on a thread of its own and serves t.work. The runtime
+// never ends the main thread (it parks it instead), so a thread left in a
+// Workspace's namespace must not be the main one: on the main thread, loop
+// holds it while another goroutine, which then cannot get it, does the
+// work.
+func (t *nsThread) loop(setup func() error, errc chan<- error) {
 	runtime.LockOSThread()
 	if unix.Gettid() == unix.Getpid() {
 		inner := make(chan error, 1)
-		go t.loop(pid, net, inner)
+		go t.loop(setup, inner)
 		err := <-inner
 		runtime.UnlockOSThread()
 		errc <- err
 		return
 	}
-	if err := enter(pid, net); err != nil {
+	t.tid = unix.Gettid()
+	if err := setup(); err != nil {
 		errc <- err
-		return // still locked: the runtime ends this thread
+		return // still locked: the runtime ends this thread, undoing setup
 	}
 	errc <- nil
 	for fn := range t.work {
@@ -225,34 +235,6 @@ func (t *nsThread) run(fn func() error) error {
 }
 
 func (t *nsThread) stop() { close(t.work) }
-
-// enter makes the calling (locked) thread join pid's namespaces.
-func enter(pid int, net bool) error {
-	// setns(CLONE_NEWNS) refuses a thread that shares its filesystem
-	// attributes with others, as all Go threads do, so stop sharing first.
-	if err := unix.Unshare(unix.CLONE_FS); err != nil {
-		return fmt.Errorf("unshare fs: %w", err)
-	}
-	if err := setns(pid, "mnt", unix.CLONE_NEWNS); err != nil {
-		return err
-	}
-	if net {
-		return setns(pid, "net", unix.CLONE_NEWNET)
-	}
-	return nil
-}
-
-func setns(pid int, name string, flag int) error {
-	fd, err := unix.Open(fmt.Sprintf("/proc/%d/ns/%s", pid, name), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("open %s namespace of holder %d: %w", name, pid, err)
-	}
-	defer unix.Close(fd)
-	if err := unix.Setns(fd, flag); err != nil {
-		return fmt.Errorf("join %s namespace of holder %d: %w", name, pid, err)
-	}
-	return nil
-}
 
 // bindInto makes the holder's target path show src, a mount in the
 // daemon's namespace, replacing whatever was attached there before. It

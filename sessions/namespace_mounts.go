@@ -11,8 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// isolateNamespace runs in a fresh holder, whose mount namespace is a copy
-// of the daemon's. It detaches the copies of every LayerFS mount there —
+// isolateNamespace runs on a fresh holder's thread, whose mount namespace
+// is a copy of the daemon's (mountinfo is read for the calling thread). It detaches the copies of every LayerFS mount there —
 // the FUSE mounts of Stores (this daemon's and any other's) and the
 // Workspace overlays stacked on them — and covers the daemon's state
 // directory with an empty read-only tmpfs. Commands run in the namespace
@@ -46,7 +46,7 @@ type mountInfo struct {
 }
 
 func readMountInfo() ([]mountInfo, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	f, err := os.Open("/proc/thread-self/mountinfo")
 	if err != nil {
 		return nil, err
 	}

@@ -165,7 +165,7 @@ func (w *workspace) teardown() {
 // and record.
 func (w *workspace) detach() error {
 	if w.holder != nil {
-		w.d.holders.stop(w.holder)
+		w.holder.stop()
 		w.holder = nil
 	}
 	return unmount(w.hostPath())
