@@ -1,0 +1,116 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Lifecycles of a Workspace around a 32 MiB file of random bytes (the
+// worst case for compression), each one create, exec `sh -c`, commit,
+// end, timed through the socket API as an agent sees them. Bars (medians):
+//
+//	edit:    overwrite 10 bytes, under 10 ms; 16 Commits add at most 0.25 MiB
+//	cold:    create a new 32 MiB file, under 160 ms
+//	read:    read the file sequentially, cold (a fresh daemon, so neither
+//	         its chunk cache nor the kernel's page cache holds it), under 110 ms
+//	prepend: prepend 10 bytes by copy-and-rename, under 230 ms and at most
+//	         0.05 MiB of growth
+//
+//	go test -run '^$' -bench 'WorkspaceBigFile' -benchtime 16x ./bench/
+
+const wsBigSize = 32 << 20
+
+// wsBigStore is a private Store whose main holds big.bin (32 MiB of random
+// bytes) and a README.
+func wsBigStore(b *testing.B) string {
+	data := make([]byte, wsBigSize)
+	rand.New(rand.NewSource(5)).Read(data)
+	return wsStoreOf(b, map[string][]byte{"big.bin": data, "README": []byte("bench\n")})
+}
+
+func BenchmarkWorkspaceBigFileEdit(b *testing.B) {
+	wsNeedRoot(b)
+	e := wsStart(b, wsBigStore(b))
+	e.lifecycle(b, "true") // warm-up: the first view of the file
+	var life samples
+	before := e.stored(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		off := (i%16)*(wsBigSize/16) + 4321
+		script := fmt.Sprintf("printf 0123456789 | dd of=big.bin bs=10 count=1 seek=%d oflag=seek_bytes conv=notrunc status=none", off)
+		life.time(func() { e.lifecycle(b, script) })
+	}
+	b.StopTimer()
+	life.report(b, "lifecycle-ms")
+	e.logPhases(b)
+	b.ReportMetric(float64(e.stored(b)-before)/float64(b.N)*16/(1<<20), "MiB-stored/16commits")
+}
+
+func BenchmarkWorkspaceBigFileColdCreate(b *testing.B) {
+	wsNeedRoot(b)
+	e := wsStart(b, wsStoreOf(b, map[string][]byte{"README": []byte("bench\n")}))
+	// Fresh random content for every iteration, made on the host: the
+	// command copies it in, so the timing is the Workspace's, not
+	// /dev/urandom's.
+	src := filepath.Join(wsTempDir(b), "rand")
+	rng := rand.New(rand.NewSource(6))
+	data := make([]byte, wsBigSize)
+	var life samples
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		rng.Read(data)
+		if err := os.WriteFile(src, data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		script := fmt.Sprintf("cp %s new%d.bin", src, i)
+		life.time(func() { e.lifecycle(b, script) })
+	}
+	b.StopTimer()
+	life.report(b, "lifecycle-ms")
+	e.logPhases(b)
+}
+
+func BenchmarkWorkspaceBigFileRead(b *testing.B) {
+	wsNeedRoot(b)
+	path := wsBigStore(b)
+	var read samples
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		e := wsStart(b, path) // a fresh daemon: nothing cached
+		id := e.create(b).ID
+		b.StartTimer()
+		read.time(func() { e.sh(b, id, "cat big.bin >/dev/null") })
+		b.StopTimer()
+		e.end(b, id)
+		e.close(b)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	read.report(b, "read-ms")
+}
+
+func BenchmarkWorkspaceBigFilePrepend(b *testing.B) {
+	wsNeedRoot(b)
+	e := wsStart(b, wsBigStore(b))
+	e.lifecycle(b, "true")
+	var life samples
+	var grown int64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		before := e.stored(b)
+		life.time(func() {
+			e.lifecycle(b, "{ printf 0123456789; cat big.bin; } >big.tmp && mv big.tmp big.bin")
+		})
+		grown += e.stored(b) - before
+	}
+	b.StopTimer()
+	life.report(b, "lifecycle-ms")
+	e.logPhases(b)
+	b.ReportMetric(float64(grown)/float64(b.N)/(1<<20), "MiB-stored/op")
+}
