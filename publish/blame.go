@@ -109,18 +109,11 @@ func uniform(v *version, owner string) store.Ownership {
 
 // fromInit reports whether init (main's first Layer) left content id at path.
 func fromInit(s *store.Store, path string, id object.ID) (bool, error) {
-	r, err := s.Resolve("L1")
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
+	root, err := s.InitTree()
+	if err != nil || root.IsZero() {
 		return false, err
 	}
-	c, err := s.Commit(r.Commit)
-	if err != nil {
-		return false, err
-	}
-	e, err := s.Lookup(c.Tree, path)
+	e, err := s.Lookup(root, path)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}

@@ -131,7 +131,11 @@ func (a *applier) putTree(t *store.Tree, old object.ID) (object.ID, error) {
 	if id := object.Sum(object.KindTree, data); id == old {
 		return id, nil
 	}
-	return a.stage.Put(object.KindTree, data)
+	id, err := a.stage.Put(object.KindTree, data)
+	if err == nil {
+		a.s.CacheTree(id, t) // the next publish reads it back
+	}
+	return id, err
 }
 
 func removeEntry(t *store.Tree, name string) {

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -129,9 +128,7 @@ func (s *Store) AppendBlame(rows []BlameRow) error {
 // Blame returns the most recently recorded ownership of content at path.
 func (s *Store) Blame(path string, content object.ID) (Ownership, object.ID, bool, error) {
 	var data, commit []byte
-	err := s.r.QueryRowContext(context.Background(),
-		`SELECT data, commit_id FROM blame WHERE path = ? AND content = ? ORDER BY seq DESC LIMIT 1`,
-		path, content[:]).Scan(&data, &commit)
+	err := s.stmts.blame.QueryRow(path, content[:]).Scan(&data, &commit)
 	if err != nil {
 		if isNoRows(err) {
 			return Ownership{}, object.Zero, false, nil

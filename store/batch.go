@@ -123,7 +123,7 @@ func (b *Batch) known(id object.ID) (bool, error) {
 // written.
 func (s *Store) encode(id object.ID, k object.Kind, raw []byte, base object.ID, pending func(object.ID) (*pendingObject, bool)) *pendingObject {
 	o := &pendingObject{id: id, kind: k, raw: append([]byte(nil), raw...)}
-	o.enc, o.data = s.codec.compress(o.raw)
+	o.enc, o.data = s.codec.compress(o.raw, k != object.KindChunk)
 	if base.IsZero() || k != object.KindChunk {
 		return o
 	}

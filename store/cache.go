@@ -6,41 +6,48 @@ import (
 	"github.com/layerfs/layerfs/object"
 )
 
-// treeCacheMax bounds the decoded trees kept in memory. Trees are
-// immutable, so a cached tree never goes stale; the bound only keeps memory
-// in check.
-const treeCacheMax = 16384
+// Bounds on the decoded objects kept in memory. Objects are immutable, so
+// a cached one never goes stale; the bounds only keep memory in check.
+const (
+	treeCacheMax   = 16384
+	commitCacheMax = 4096
+)
 
-// treeCache keeps decoded trees by ID. The trees it hands out are shared:
-// callers must not modify them.
-type treeCache struct {
-	mu    sync.Mutex
-	trees map[object.ID]*Tree
+// cache keeps decoded objects by ID. What it hands out is shared: callers
+// must not modify it.
+type cache[V any] struct {
+	mu  sync.Mutex
+	m   map[object.ID]V
+	max int
 }
 
-func (c *treeCache) get(id object.ID) (*Tree, bool) {
+func (c *cache[V]) get(id object.ID) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t, ok := c.trees[id]
-	return t, ok
+	v, ok := c.m[id]
+	return v, ok
 }
 
-func (c *treeCache) add(id object.ID, t *Tree) {
+func (c *cache[V]) add(id object.ID, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.trees == nil {
-		c.trees = map[object.ID]*Tree{}
+	if c.m == nil {
+		c.m = map[object.ID]V{}
 	}
-	if len(c.trees) >= treeCacheMax {
-		// Evict about half, in map order: cheap, and good enough for a
-		// cache whose entries never go stale.
+	if len(c.m) >= c.max {
+		// Evict about half, in map order: cheap, and good enough for
+		// entries that never go stale.
 		n := 0
-		for k := range c.trees {
-			delete(c.trees, k)
-			if n++; n >= treeCacheMax/2 {
+		for k := range c.m {
+			delete(c.m, k)
+			if n++; n >= c.max/2 {
 				break
 			}
 		}
 	}
-	c.trees[id] = t
+	c.m[id] = v
 }
+
+// CacheTree remembers a tree this process just built, so reading it back
+// costs nothing. t must not be modified afterwards.
+func (s *Store) CacheTree(id object.ID, t *Tree) { s.trees.add(id, t) }

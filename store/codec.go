@@ -25,7 +25,8 @@ const deltaDictID = 1
 // codec compresses objects. Its encoder and decoder are safe for concurrent
 // use; delta frames need a dictionary each, so they get their own.
 type codec struct {
-	enc    *zstd.Encoder
+	enc    *zstd.Encoder // file content
+	fast   *zstd.Encoder // trees, nodes, commits: small, rewritten on every commit
 	dec    *zstd.Decoder
 	deltas sync.Pool // *zstd.Encoder, re-armed with a new dictionary per use
 }
@@ -39,23 +40,37 @@ func newCodec() (*codec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zstd encoder: %w", err)
 	}
+	fast, err := zstd.NewWriter(nil,
+		zstd.WithEncoderLevel(zstd.SpeedFastest),
+		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
+		zstd.WithEncoderCRC(false),
+		zstd.WithZeroFrames(true))
+	if err != nil {
+		return nil, fmt.Errorf("zstd encoder: %w", err)
+	}
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(runtime.GOMAXPROCS(0)))
 	if err != nil {
 		return nil, fmt.Errorf("zstd decoder: %w", err)
 	}
-	return &codec{enc: enc, dec: dec}, nil
+	return &codec{enc: enc, fast: fast, dec: dec}, nil
 }
 
 // worthIt reports whether a compressed form saves enough to pay for
 // decompressing it on every read.
 func worthIt(compressed, raw int) bool { return compressed < raw-raw/32 }
 
-// compress returns the smaller of raw and its zstd frame, with its encoding.
-func (c *codec) compress(raw []byte) (int, []byte) {
+// compress returns the smaller of raw and its zstd frame, with its
+// encoding. Metadata (meta) gets the fastest level: it is rewritten on
+// every commit, and zstd's default level costs more there than it saves.
+func (c *codec) compress(raw []byte, meta bool) (int, []byte) {
 	if len(raw) < 64 {
 		return encRaw, raw
 	}
-	z := c.enc.EncodeAll(raw, make([]byte, 0, len(raw)/2))
+	enc := c.enc
+	if meta {
+		enc = c.fast
+	}
+	z := enc.EncodeAll(raw, make([]byte, 0, len(raw)/2))
 	if !worthIt(len(z), len(raw)) {
 		return encRaw, raw
 	}

@@ -81,8 +81,12 @@ func (b *Batch) PutCommit(c *Commit) (object.ID, error) {
 	return b.Put(object.KindCommit, c.Encode())
 }
 
-// Commit reads and decodes a commit.
+// Commit reads and decodes a commit. Commits are cached and shared: the
+// caller must not modify the result.
 func (s *Store) Commit(id object.ID) (*Commit, error) {
+	if c, ok := s.commits.get(id); ok {
+		return c, nil
+	}
 	data, err := s.Get(id, object.KindCommit)
 	if err != nil {
 		return nil, err
@@ -91,6 +95,7 @@ func (s *Store) Commit(id object.ID) (*Commit, error) {
 	if err != nil {
 		return nil, fmt.Errorf("commit %s: %w", id.Short(), err)
 	}
+	s.commits.add(id, c)
 	return c, nil
 }
 

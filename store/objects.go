@@ -10,21 +10,34 @@ import (
 	"github.com/layerfs/layerfs/object"
 )
 
+// readStmts are the hot read queries, prepared once: preparing a
+// statement costs more than running it.
 type readStmts struct {
-	get, has *sql.Stmt
+	get, has, depth, branch, blame, layerSeq *sql.Stmt
 }
 
 func (s *Store) prepareStmts() error {
-	var err error
-	if s.stmts.get, err = s.r.Prepare(`SELECT kind, size, enc, base, data FROM objects WHERE id = ?`); err != nil {
-		return err
+	for _, q := range []struct {
+		st  **sql.Stmt
+		sql string
+	}{
+		{&s.stmts.get, `SELECT kind, size, enc, base, data FROM objects WHERE id = ?`},
+		{&s.stmts.has, `SELECT 1 FROM objects WHERE id = ?`},
+		{&s.stmts.depth, `SELECT depth FROM objects WHERE id = ?`},
+		{&s.stmts.branch, `SELECT name, head, start, created, updated FROM branches WHERE name = ?`},
+		{&s.stmts.blame, `SELECT data, commit_id FROM blame WHERE path = ? AND content = ? ORDER BY seq DESC LIMIT 1`},
+		{&s.stmts.layerSeq, `SELECT layer, commit_id, created FROM manifest WHERE seq = ?`},
+	} {
+		var err error
+		if *q.st, err = s.r.Prepare(q.sql); err != nil {
+			return fmt.Errorf("prepare %q: %w", q.sql, err)
+		}
 	}
-	s.stmts.has, err = s.r.Prepare(`SELECT 1 FROM objects WHERE id = ?`)
-	return err
+	return nil
 }
 
 func (r *readStmts) close() {
-	for _, st := range []*sql.Stmt{r.get, r.has} {
+	for _, st := range []*sql.Stmt{r.get, r.has, r.depth, r.branch, r.blame, r.layerSeq} {
 		if st != nil {
 			st.Close()
 		}
@@ -145,7 +158,7 @@ func (s *Store) Has(id object.ID) (bool, error) {
 // objectDepth returns a stored object's delta depth, for choosing bases.
 func (s *Store) objectDepth(ctx context.Context, id object.ID) (int, bool) {
 	var depth int
-	err := s.r.QueryRowContext(ctx, `SELECT depth FROM objects WHERE id = ?`, id[:]).Scan(&depth)
+	err := s.stmts.depth.QueryRowContext(ctx, id[:]).Scan(&depth)
 	return depth, err == nil
 }
 

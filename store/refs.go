@@ -86,7 +86,7 @@ func (s *Store) Branches() ([]Branch, error) {
 
 // Branch returns one branch.
 func (s *Store) Branch(name string) (Branch, error) {
-	b, err := scanBranch(s.r.QueryRow(`SELECT name, head, start, created, updated FROM branches WHERE name = ?`, name))
+	b, err := scanBranch(s.stmts.branch.QueryRow(name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return b, fmt.Errorf("branch %q: %w", name, ErrNotFound)
 	}
@@ -226,7 +226,7 @@ func (s *Store) layerBySeq(seq int64) (LayerRef, error) {
 	l := LayerRef{Seq: seq}
 	var id, commit []byte
 	var created int64
-	err := s.r.QueryRow(`SELECT layer, commit_id, created FROM manifest WHERE seq = ?`, seq).Scan(&id, &commit, &created)
+	err := s.stmts.layerSeq.QueryRow(seq).Scan(&id, &commit, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return l, ErrNotFound
 	}
@@ -305,3 +305,25 @@ func (s *Store) findPrefix(ctx context.Context, p string) ([]prefixMatch, error)
 }
 
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+// InitTree returns the tree of main's first Layer — what init captured —
+// or zero when there is none yet. That Layer never changes, so the answer
+// is kept once found.
+func (s *Store) InitTree() (object.ID, error) {
+	if id, ok := s.initTree.Load().(object.ID); ok {
+		return id, nil
+	}
+	l, err := s.layerBySeq(1)
+	if errors.Is(err, ErrNotFound) {
+		return object.Zero, nil
+	}
+	if err != nil {
+		return object.Zero, err
+	}
+	c, err := s.Commit(l.Commit)
+	if err != nil {
+		return object.Zero, err
+	}
+	s.initTree.Store(c.Tree)
+	return c.Tree, nil
+}
