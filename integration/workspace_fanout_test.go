@@ -35,7 +35,7 @@ func TestWorkspaces256(t *testing.T) {
 			t.Errorf("%d mounts under mnt/ with %d Workspaces", got, n)
 		}
 	})
-	if left := mountsUnder(d.stateDir + "/mnt/"); len(left) > 0 {
+	if left := mountsUnder(d.stateDir + "/mnt"); len(left) > 0 {
 		t.Errorf("%d Workspace mounts left after all ended, first %s", len(left), left[0])
 	}
 	if ls, _ := d.st.Backend().Leases(); len(ls) != 0 {

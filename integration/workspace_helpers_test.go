@@ -26,7 +26,8 @@ import (
 // under their state directory is detached and reported.
 
 // startDaemonFrom is startDaemon over a Store initialized from the
-// directory src, which keeps its modes, times and symlinks.
+// directory src, which keeps its modes, times and symlinks. The state
+// directory is cfg.StateDir if set, else a new one.
 func startDaemonFrom(t *testing.T, src string, cfg sessions.Config) *testDaemon {
 	t.Helper()
 	dir := t.TempDir()
@@ -39,7 +40,9 @@ func startDaemonFrom(t *testing.T, src string, cfg sessions.Config) *testDaemon 
 		t.Fatal(err)
 	}
 	cfg.Store = st.Backend()
-	cfg.StateDir = filepath.Join(dir, "state")
+	if cfg.StateDir == "" {
+		cfg.StateDir = filepath.Join(dir, "state")
+	}
 	cfg.Self = layerfsBin
 	d, err := sessions.Start(cfg)
 	if err != nil {
@@ -171,7 +174,8 @@ func setTimes(t *testing.T, dir string, tm time.Time) {
 	}
 }
 
-// mountsUnder lists the mount points at or below dir.
+// mountsUnder lists the mount points below dir (not dir itself, which may
+// be a filesystem of its own).
 func mountsUnder(dir string) []string {
 	f, err := os.Open("/proc/self/mounts")
 	if err != nil {
@@ -182,7 +186,7 @@ func mountsUnder(dir string) []string {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) > 1 && (fields[1] == dir || strings.HasPrefix(fields[1], dir+"/")) {
+		if len(fields) > 1 && strings.HasPrefix(fields[1], dir+"/") {
 			out = append(out, fields[1])
 		}
 	}

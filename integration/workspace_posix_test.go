@@ -20,12 +20,11 @@ import (
 // posixtestExceptions are the posixtest.All tests a Workspace does not
 // pass as written, each with the reason and the check that runs instead,
 // in the Workspace and in a plain directory on the filesystem that holds
-// the upperdirs.
+// the upperdirs. upper, when set, limits an exception to upperdirs on that
+// filesystem.
 var posixtestExceptions = map[string]struct {
-	why   string
-	check func(t *testing.T, workspaceDir, plainDir string)
-	// run: run the test as written too (it skips rather than fails).
-	run bool
+	why, upper string
+	check      func(t *testing.T, workspaceDir, plainDir string)
 }{
 	// The test takes an F_SETLK write lock through one file description,
 	// then expects an F_SETLK read lock through a second one, opened by the
@@ -33,32 +32,57 @@ var posixtestExceptions = map[string]struct {
 	// process, so the second lock just converts the first: ext4 and tmpfs
 	// return success too. go-fuse's loopback passes only because it takes
 	// OFD locks on the backing file per open. lockSemantics shows the
-	// second lock succeeding, which is why the test fails.
+	// second lock succeeding, which is why the test fails, and checks OFD
+	// and flock locks, which do conflict between descriptions.
 	"FcntlFlockLocksFile": {
-		why: "expects per-open-file POSIX locks; POSIX (and ext4) give per-process ones",
+		why: "expects per-open-file POSIX locks; POSIX (and ext4, tmpfs) give per-process ones",
 		check: func(t *testing.T, ws, plain string) {
 			lockSemantics(t, ws)
 			lockSemantics(t, plain)
 		},
 	},
-	// Skips itself when the filesystem refuses an 8 KiB user xattr: the
-	// upperdir's ext4 (without ea_inode) keeps a file's xattrs in one 4 KiB
-	// block and answers ENOSPC, as it does outside overlayfs.
+	// ext4 without ea_inode keeps a file's xattrs in one 4 KiB block and
+	// refuses the test's 8 KiB value with ENOSPC, in an upperdir as
+	// anywhere (the test would skip itself). With upperdirs on tmpfs it
+	// runs and passes.
 	"XAttrLarge": {
-		why:   "skips itself: the upperdir's filesystem refuses 8 KiB xattrs, as it does outside overlayfs",
+		why:   "ext4 upperdirs refuse 8 KiB xattrs (ENOSPC), as ext4 does outside overlayfs",
+		upper: "ext4",
 		check: xattrLimits,
-		run:   true,
 	},
 }
 
 // TestWorkspacePosixtest runs every test of go-fuse's conformance suite
-// (posixtest.All) inside one Workspace, each in a directory of its own
-// that exists, empty, in the lower layer (so the suite works in merged
-// directories, not only in new ones). A test that skips must be one of
-// the listed exceptions, whose replacement checks run too. Then the
-// Workspace commits what the suite left, and the head must show exactly
-// what the Workspace showed.
+// (posixtest.All) inside a Workspace, twice: with the daemon's upperdirs
+// on ext4 and on tmpfs. Each test runs in a directory of its own that
+// exists, empty, in the lower layer (so the suite works in merged
+// directories, not only in new ones). No test may skip; the listed
+// exceptions run their replacement checks instead. Then the Workspace
+// commits what the suite left, and the head must show exactly what the
+// Workspace showed.
 func TestWorkspacePosixtest(t *testing.T) {
+	t.Run("ext4", func(t *testing.T) {
+		if fs := fsType(t, os.TempDir()); fs != "ext4" {
+			t.Fatalf("%s is on %s: the ext4 case needs ext4", os.TempDir(), fs)
+		}
+		runPosixtest(t, "ext4", filepath.Join(t.TempDir(), "state"))
+	})
+	t.Run("tmpfs", func(t *testing.T) {
+		state := t.TempDir()
+		if err := unix.Mount("tmpfs", state, "tmpfs", 0, "size=256m"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { // after the daemon's close, registered later
+			if err := unix.Unmount(state, 0); err != nil {
+				t.Errorf("unmount the tmpfs: %v", err)
+				unix.Unmount(state, unix.MNT_DETACH)
+			}
+		})
+		runPosixtest(t, "tmpfs", state)
+	})
+}
+
+func runPosixtest(t *testing.T, upper, stateDir string) {
 	names := make([]string, 0, len(posixtest.All))
 	for name := range posixtest.All {
 		names = append(names, name)
@@ -71,26 +95,25 @@ func TestWorkspacePosixtest(t *testing.T) {
 		files["instead/"+name+"/"] = ""
 	}
 	writeTree(t, src, files)
-	d := startDaemonFrom(t, src, sessions.Config{})
+	d := startDaemonFrom(t, src, sessions.Config{StateDir: stateDir})
 	w := d.create(t, "main")
-	plain := t.TempDir()
+	plain := filepath.Join(stateDir, "plain")
 	for _, name := range names {
-		ex, excepted := posixtestExceptions[name]
-		if excepted {
+		if ex, ok := posixtestExceptions[name]; ok && (ex.upper == "" || ex.upper == upper) {
 			t.Logf("%s: %s", name, ex.why)
 			t.Run(name+"/instead", func(t *testing.T) {
 				dir := filepath.Join(plain, name)
-				os.Mkdir(dir, 0o755)
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
 				ex.check(t, filepath.Join(w.HostPath, "instead", name), dir)
 			})
-		}
-		if excepted && !ex.run {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
 			defer func() {
-				if t.Skipped() && !excepted {
-					t.Errorf("%s skipped and is not a listed exception", name)
+				if t.Skipped() {
+					t.Errorf("%s skipped; it must pass or be a listed exception", name)
 				}
 			}()
 			posixtest.All[name](t, filepath.Join(w.HostPath, "posix", name))
@@ -101,6 +124,25 @@ func TestWorkspacePosixtest(t *testing.T) {
 	if diff := diffTrees(view, findTree(t, exportRef(t, d.st, "main")), nil); diff != "" {
 		t.Errorf("the head differs from the Workspace the suite ran in:\n%s", diff)
 	}
+}
+
+// fsType names the filesystem dir is on.
+func fsType(t *testing.T, dir string) string {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	switch st.Type {
+	case unix.EXT4_SUPER_MAGIC:
+		return "ext4"
+	case unix.TMPFS_MAGIC:
+		return "tmpfs"
+	case unix.XFS_SUPER_MAGIC:
+		return "xfs"
+	case unix.BTRFS_SUPER_MAGIC:
+		return "btrfs"
+	}
+	return fmt.Sprintf("fs 0x%x", st.Type)
 }
 
 // lockSemantics checks record and flock locks as POSIX and Linux define

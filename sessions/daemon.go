@@ -123,6 +123,9 @@ func (d *Daemon) cleanStaleMounts() error {
 		return err
 	}
 	for _, m := range mounts {
+		if m == d.cfg.StateDir {
+			continue // a filesystem of its own for the state (a disk, a tmpfs): not ours
+		}
 		if err := unmount(m); err != nil {
 			return fmt.Errorf("clean stale mount: %w", err)
 		}
