@@ -172,3 +172,57 @@ func mtimeClass(base map[string]findEntry) func(string, findEntry) findEntry {
 		return e
 	}
 }
+
+// captureSteps run one after the other in one Workspace, each committed
+// before the next: every step's lower layer is the Commit the previous
+// step made, renamed directories and opaque ones included.
+var captureSteps = []string{
+	"mv d d2 && echo one >> d2/f",
+	"mv d2 d && rm -rf d/sub/deep && ln -s ../a.txt d/link",
+	"rm -rf d && mkdir d && echo fresh > d/f && mv tree d/tree",
+	"mv d/tree tree && mkdir -p tree/x/y && echo z2 > tree/x/y/z",
+	"rm file2dir && mkdir file2dir && mv swap1 file2dir/s && ln b.txt file2dir/hard",
+	"rm -rf file2dir && echo file again > file2dir && chmod 600 file2dir",
+	"truncate -s 0 big.bin && echo tiny >> big.bin && touch -d '2001-02-03' big.bin",
+	": <> a.txt && chmod 644 b.txt",
+	"mv e e2 && mkdir e && touch e/x && rmdir e2",
+}
+
+// TestWorkspaceCaptureSequence runs captureSteps in one Workspace and in
+// one ext4 copy, committing after each step, and compares the head with
+// the copy each time.
+func TestWorkspaceCaptureSequence(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "base")
+	writeTree(t, src, captureBase)
+	if err := os.WriteFile(filepath.Join(src, "big.bin"), randomBytes(5, 300<<10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	setTimes(t, src, captureTime)
+	d := startDaemonFrom(t, src, sessions.Config{})
+	base := findTree(t, src)
+	want := filepath.Join(t.TempDir(), "ext4")
+	if out, err := exec.Command("cp", "-a", src, want).CombinedOutput(); err != nil {
+		t.Fatalf("cp -a: %v %s", err, out)
+	}
+	w := d.create(t, "main")
+	for i, script := range captureSteps {
+		run(t, want, nil, "sh", "-ec", script)
+		d.sh(t, w.ID, "set -e; "+script)
+		view := findTree(t, w.HostPath)
+		res, err := d.Commit(w.ID, api.CommitRequest{})
+		if err != nil || res.Status == api.StatusConflict {
+			t.Fatalf("step %d (%s): %v %+v", i, script, err, res)
+		}
+		head := exportRef(t, d.st, "main")
+		diffR(t, want, head)
+		if diff := diffTrees(findTree(t, want), findTree(t, head), mtimeClass(base)); diff != "" {
+			t.Errorf("step %d (%s): head differs from the ext4 copy:\n%s", i, script, diff)
+		}
+		if diff := diffTrees(view, findTree(t, w.HostPath), nil); diff != "" {
+			t.Errorf("step %d (%s): the Workspace after the commit differs from before:\n%s", i, script, diff)
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+}
