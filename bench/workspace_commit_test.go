@@ -38,7 +38,7 @@ func BenchmarkWorkspaceCommitGoTree(b *testing.B) {
 		e.sh(b, id, change)
 		git(change)
 		b.StartTimer()
-		lfs.time(func() { e.commit(b, id) })
+		lfs.time(func() { e.timedCommit(b, id) })
 		gitc.time(func() { git("git add -A && git commit -q -m change") })
 		b.StopTimer()
 		e.end(b, id)
@@ -48,6 +48,7 @@ func BenchmarkWorkspaceCommitGoTree(b *testing.B) {
 	lfs.report(b, "commit-ms")
 	gitc.report(b, "git-commit-ms")
 	b.ReportMetric(gitc.ms()/lfs.ms(), "git/layerfs")
+	e.logPhases(b)
 }
 
 // wsGitCheckout is a kept git checkout of tree (one commit of all of it),
