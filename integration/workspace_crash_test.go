@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/layerfs/layerfs"
 	"github.com/layerfs/layerfs/api"
@@ -211,4 +213,67 @@ func TestRestartAfterInterruptedRebase(t *testing.T) {
 	if err != nil || in.Lease == b.Lease {
 		t.Fatalf("after the restart B is leased on %.12s (%v), not the head it met", in.Lease, err)
 	}
+}
+
+// TestDaemonSIGTERMKillsCommands: SIGTERM ends a daemon process promptly
+// even while commands run in its Workspaces — one in the foreground of an
+// exec request, one left in the background — and leaves nothing mounted
+// or running; and ending a Workspace kills what it left running.
+func TestDaemonSIGTERMKillsCommands(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, map[string]string{"a.txt": "a\n"})
+	p := startDaemonProc(t, initStore(t, src), filepath.Join(t.TempDir(), "state"))
+	ctx := context.Background()
+	background := func(id string) int {
+		t.Helper()
+		out := execOK(t, p.client, id, "sleep 600 </dev/null >/dev/null 2>&1 & echo $!")
+		pid, err := strconv.Atoi(strings.TrimSpace(out))
+		if err != nil {
+			t.Fatalf("background pid %q", out)
+		}
+		t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+		return pid
+	}
+	ended, err := p.client.Create(ctx, api.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan := background(ended.ID)
+	if err := p.client.End(ctx, ended.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, orphan, "left running by an ended Workspace")
+
+	w, err := p.client.Create(ctx, api.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan = background(w.ID)
+	foreground := make(chan api.ExecResult, 1)
+	go func() {
+		res, _ := p.client.Exec(ctx, w.ID, api.ExecRequest{Argv: []string{"sleep", "600"}})
+		foreground <- res
+	}()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	p.stop(t)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("SIGTERM took %v", took)
+	}
+	waitGone(t, orphan, "left running in the background at SIGTERM")
+	if left := mountsUnder(p.stateDir); len(left) > 0 {
+		t.Errorf("mounts left after SIGTERM:\n%s", strings.Join(left, "\n"))
+	}
+}
+
+// waitGone waits up to 5 s for process pid to be gone (or a zombie).
+func waitGone(t *testing.T, pid int, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || strings.Contains(string(stat), ") Z ") {
+			return
+		}
+	}
+	t.Errorf("process %d, %s, still runs", pid, what)
 }

@@ -44,6 +44,7 @@ type Daemon struct {
 	s       *store.Store
 	fuse    *fusefs.Server
 	holders *holderPool
+	reaper  reaper
 	log     *log.Logger
 	id      string // how leases name this daemon
 
@@ -158,7 +159,8 @@ func (d *Daemon) restore() error {
 }
 
 // Close unmounts every Workspace and the Store, keeping the records: a
-// later Start resumes them. It does not close the Store.
+// later Start resumes them. Commands still running in Workspaces are
+// killed. It does not close the Store.
 func (d *Daemon) Close() error {
 	d.mu.Lock()
 	if d.closed {
@@ -175,6 +177,7 @@ func (d *Daemon) Close() error {
 	if d.holders != nil {
 		d.holders.close()
 	}
+	d.reaper.close() // no command may keep an overlay, and so the Store's mount, alive
 	errs = append(errs, d.teardown())
 	return errors.Join(errs...)
 }

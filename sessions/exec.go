@@ -79,6 +79,7 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, error) {
 			dir = path.Join(w.rec.Path, dir)
 		}
 	}
+	w.d.reaper.track(w.holder.ns)
 	var cmd *exec.Cmd
 	err := w.holder.inNamespace(req.IsolateNetwork, func() error {
 		// Look the program up here, so a path inside the Workspace works.

@@ -27,6 +27,7 @@ const holderHideEnv = "LAYERFS_HOLDER_HIDE"
 // millisecond where a process took 5-10 ms to start, and ends at once.
 type holder struct {
 	hide string // the daemon's state directory, hidden in the namespace
+	ns   uint64 // its mount namespace (nsfs inode), for the reaper
 
 	mu      sync.Mutex
 	threads [2]*nsThread // in its mount namespace; in its mount and network namespaces
@@ -40,7 +41,12 @@ func newHolder(hide string) (*holder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &holder{hide: hide, threads: [2]*nsThread{t}}, nil
+	ns, err := mountNamespace(t.tid)
+	if err != nil {
+		t.stop()
+		return nil, err
+	}
+	return &holder{hide: hide, ns: ns, threads: [2]*nsThread{t}}, nil
 }
 
 // newMountNamespace moves the calling (locked) thread to a new mount

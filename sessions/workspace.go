@@ -165,6 +165,7 @@ func (w *workspace) teardown() {
 // and record.
 func (w *workspace) detach() error {
 	if w.holder != nil {
+		w.d.reaper.release(w.holder.ns)
 		w.holder.stop()
 		w.holder = nil
 	}
@@ -258,8 +259,9 @@ func (d *Daemon) Discard(id string) (api.Workspace, error) {
 	return w.describe(), nil
 }
 
-// End unmounts a Workspace, removes its upperdir and releases its Lease.
-// A Workspace with uncommitted changes is refused unless discard is set.
+// End unmounts a Workspace, removes its upperdir and releases its Lease;
+// processes still running in it are killed. A Workspace with uncommitted
+// changes is refused unless discard is set.
 func (d *Daemon) End(id string, discard bool) error {
 	w, err := d.get(id)
 	if err != nil {

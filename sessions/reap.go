@@ -1,0 +1,113 @@
+package sessions
+
+import (
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// reaper ends the processes left in Workspaces' mount namespaces. A
+// command still running when its Workspace ends — or left in the
+// background, or started by one that did — keeps the namespace alive, and
+// with it the Workspace's overlay and, below that, the Store's FUSE mount:
+// the daemon could not finish unmounting the Store on SIGTERM until that
+// process exited, and an ended Workspace's processes went on writing into
+// an upperdir being removed.
+type reaper struct {
+	mu sync.Mutex
+	ns map[uint64]bool // mount namespaces (nsfs inodes) commands ran in
+	wg sync.WaitGroup
+}
+
+// track records that a command runs in mount namespace ns.
+func (r *reaper) track(ns uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ns == nil {
+		r.ns = map[uint64]bool{}
+	}
+	r.ns[ns] = true
+}
+
+// release kills, in the background, what still runs in ns: its Workspace
+// has ended or been detached. Namespaces no command ran in cost nothing.
+func (r *reaper) release(ns uint64) {
+	r.mu.Lock()
+	tracked := r.ns[ns]
+	r.mu.Unlock()
+	if !tracked {
+		return
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		if killUntilGone(map[uint64]bool{ns: true}, 50) {
+			r.mu.Lock()
+			delete(r.ns, ns)
+			r.mu.Unlock()
+		}
+	}()
+}
+
+// close waits for the releases under way and then kills what still runs
+// in any namespace a command ran in, until nothing does (up to about five
+// seconds).
+func (r *reaper) close() {
+	r.wg.Wait()
+	r.mu.Lock()
+	ns := r.ns
+	r.ns = nil
+	r.mu.Unlock()
+	if len(ns) > 0 {
+		killUntilGone(ns, 500)
+	}
+}
+
+// killUntilGone sends SIGKILL to the processes in the namespaces ns, and
+// again to any that appear, until a scan finds none (true) or after
+// rounds scans, 10 ms apart (false).
+func killUntilGone(ns map[uint64]bool, rounds int) bool {
+	for range rounds {
+		if killIn(ns) == 0 {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+// killIn sends SIGKILL to every process whose mount namespace is one of
+// ns and returns how many it found. A killed process stops counting once
+// it has exited: a zombie has left its namespaces.
+func killIn(ns map[uint64]bool) int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	self, n := os.Getpid(), 0
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat("/proc/"+e.Name()+"/ns/mnt", &st) != nil || !ns[st.Ino] {
+			continue
+		}
+		unix.Kill(pid, unix.SIGKILL)
+		n++
+	}
+	return n
+}
+
+// mountNamespace returns the nsfs inode of thread tid's mount namespace.
+func mountNamespace(tid int) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/task/"+strconv.Itoa(tid)+"/ns/mnt", &st); err != nil {
+		return 0, err
+	}
+	return st.Ino, nil
+}
