@@ -36,8 +36,11 @@
 // Nothing happens on its own: no automatic commit, timeout or unmount. The
 // daemon records each Workspace in its state directory, so after a crash
 // (kill -9) it comes back with the Workspaces it had, their uncommitted
-// changes intact; on SIGINT/SIGTERM it unmounts everything and keeps the
-// records, so a restart resumes them. It never issues SQL: the Store does.
+// changes intact; on SIGINT/SIGTERM it kills the commands still running
+// in Workspaces (each would keep its namespace, and so the Store's FUSE
+// mount, alive), unmounts everything and keeps the records, so a restart
+// resumes them. Ending a Workspace kills what still runs in it too. It
+// never issues SQL: the Store does.
 //
 // Overlays are mounted volatile: overlayfs never syncs the upper
 // filesystem, neither when it copies a file up nor when a Workspace is
