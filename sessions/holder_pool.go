@@ -34,7 +34,7 @@ func (p *holderPool) get() (*holder, error) {
 	if h != nil {
 		return h, nil
 	}
-	return newHolder(p.hide)
+	return newHolder(p.hide, false)
 }
 
 // refill tops the pool up in the background.
@@ -55,7 +55,7 @@ func (p *holderPool) refill() {
 				return
 			}
 			p.mu.Unlock()
-			h, err := newHolder(p.hide)
+			h, err := newHolder(p.hide, true)
 			p.mu.Lock()
 			if err != nil || p.closed {
 				p.filling = false

@@ -35,9 +35,24 @@ type holder struct {
 }
 
 // newHolder makes a fresh mount namespace, isolated as isolateNamespace
-// describes, on a thread of its own.
-func newHolder(hide string) (*holder, error) {
-	t, err := startThread(func() error { return newMountNamespace(hide) })
+// describes, on a thread of its own. With background set (the pool making
+// a holder ahead of need) the thread does that at the lowest CPU priority,
+// so that on busy cores it does not hold up the Workspace being created
+// meanwhile, and returns to normal priority before it runs commands.
+func newHolder(hide string, background bool) (*holder, error) {
+	t, err := startThread(func() error {
+		if !background {
+			return newMountNamespace(hide)
+		}
+		unix.Setpriority(unix.PRIO_PROCESS, 0, 19) // the calling thread only, on Linux
+		if err := newMountNamespace(hide); err != nil {
+			return err
+		}
+		if err := unix.Setpriority(unix.PRIO_PROCESS, 0, 0); err != nil {
+			return fmt.Errorf("restore the namespace thread's priority: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
