@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Workspaces against issue 5's speed bars, in one run: the Go benchmarks in
+# workspace_*_test.go (an in-process daemon driven through its socket API),
+# then a table of each bar with its measured median or ratio. Needs root,
+# /dev/fuse and overlayfs. The first run captures Go's tree and a 100k-file
+# tree into $BENCH_WORK/layerfs-bench-cache (default /var/tmp) and keeps
+# them.
+#
+# BUILD_RUNS sets the go build runs on each side (default 3; each is a cold
+# build of this project, minutes long); BUILD_RUNS=0 skips it.
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" = 0 ] || { echo "workspace.sh needs root" >&2; exit 1; }
+BUILD_RUNS=${BUILD_RUNS:-3}
+
+(cd "$ROOT" && go test -c -o "$WORK/bench.test" ./bench/)
+RESULTS="$WORK/results.txt"
+: >"$RESULTS"
+failures=0
+# bench NAME TIMES: run one benchmark, keep its result line and logs. A
+# failure is counted, and the bars it measures show as MISSED.
+bench() {
+	say "== $1 ($2x)"
+	if ! (cd "$ROOT/bench" && "$WORK/bench.test" -test.run '^$' -test.bench "^Benchmark$1\$" \
+		-test.benchtime "$2x" -test.timeout 90m -test.v) >"$WORK/out.txt" 2>&1; then
+		failures=$((failures + 1))
+	fi
+	grep -E '^Benchmark|^    |^--- FAIL|^FAIL|^panic' "$WORK/out.txt" | tee -a "$RESULTS" || true
+}
+# metric NAME UNIT: the value a benchmark reported for a unit.
+metric() {
+	awk -v b="Benchmark$1-" -v u="$2" 'index($1, b) == 1 { for (i = 3; i < NF; i++) if ($(i+1) == u) v = $i } END { print v }' "$RESULTS"
+}
+# check VALUE OP BAR: "ok" if VALUE OP BAR holds, else "MISSED".
+check() { [ -n "$1" ] && awk -v v="$1" -v b="$3" -v op="$2" 'BEGIN { exit !(op == "<" ? v < b : v <= b) }' && echo ok || echo MISSED; }
+row() { say "$(printf '%-44s %12s %-6s %s' "$1" "$2" "$3" "$4")"; }
+
+bench WorkspaceCreate 50
+bench WorkspaceBigFileEdit 16
+bench WorkspaceBigFileColdCreate 16
+bench WorkspaceBigFileRead 10
+bench WorkspaceBigFilePrepend 10
+bench WorkspaceCommitGoTree 30
+bench WorkspaceScale256 1
+[ "$BUILD_RUNS" -gt 0 ] && bench WorkspaceGoBuild "$BUILD_RUNS"
+
+say ""
+say "== Workspace bars ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); medians)"
+row "bar" "measured" "" "target"
+v=$(metric WorkspaceCreate create-15k-ms); row "create, Go's tree (ms)" "$v" "$(check "$v" "<" 5)" "< 5"
+v=$(metric WorkspaceCreate create-100k-ms); row "create, 100k files (ms)" "$v" "$(check "$v" "<" 5)" "< 5"
+v=$(metric WorkspaceCreate create-100k/15k); row "create 100k / 15k" "$v" "$(check "$v" "<=" 1.5)" "<= 1.5"
+v=$(metric WorkspaceCreate end-ms); row "end (ms)" "$v" "$(check "$v" "<" 3)" "< 3"
+v=$(metric WorkspaceBigFileEdit lifecycle-ms); row "edit 10 B of 32 MiB, lifecycle (ms)" "$v" "$(check "$v" "<" 10)" "< 10"
+v=$(metric WorkspaceBigFileEdit MiB-stored/16commits); row "16 such commits, stored (MiB)" "$v" "$(check "$v" "<=" 0.25)" "<= 0.25"
+v=$(metric WorkspaceBigFileColdCreate lifecycle-ms); row "cold create of 32 MiB, lifecycle (ms)" "$v" "$(check "$v" "<" 160)" "< 160"
+v=$(metric WorkspaceBigFileRead read-ms); row "sequential read of 32 MiB, cold (ms)" "$v" "$(check "$v" "<" 110)" "< 110"
+v=$(metric WorkspaceBigFilePrepend lifecycle-ms); row "prepend 10 B by copy and rename (ms)" "$v" "$(check "$v" "<" 230)" "< 230"
+v=$(metric WorkspaceBigFilePrepend MiB-stored/op); row "prepend, stored (MiB)" "$v" "$(check "$v" "<=" 0.05)" "<= 0.05"
+v=$(metric WorkspaceCommitGoTree commit-ms); row "commit one file, Go's tree (ms)" "$v" "$(check "$v" "<" 10)" "< 10"
+row "  git add -A && git commit (ms)" "$(metric WorkspaceCommitGoTree git-commit-ms)" "" "anchor"
+row "  git / layerfs" "$(metric WorkspaceCommitGoTree git/layerfs)" "" "reported"
+if [ "$BUILD_RUNS" -gt 0 ]; then
+	row "  go build in a Workspace (s)" "$(metric WorkspaceGoBuild workspace-s)" "" ""
+	row "  go build on ext4 (s)" "$(metric WorkspaceGoBuild ext4-s)" "" ""
+	v=$(metric WorkspaceGoBuild workspace/ext4); row "go build ./..., Workspace / ext4" "$v" "$(check "$v" "<=" 1.3)" "<= 1.3"
+fi
+v=$(metric WorkspaceScale256 daemon-RSS-KiB/ws); row "256 live: daemon RSS per Workspace (KiB)" "$v" "$(check "$v" "<" 1024)" "< 1024"
+row "  holder processes' PSS per Workspace (KiB)" "$(metric WorkspaceScale256 holder-PSS-KiB/ws)" "" "reported"
+v=$(metric WorkspaceScale256 disk-KiB/ws); row "256 live: disk per Workspace (KiB)" "$v" "$(check "$v" "<" 64)" "< 64"
+row "  Store growth per Workspace (KiB)" "$(metric WorkspaceScale256 store-KiB/ws)" "" "reported"
+row "  create with up to 256 live (ms)" "$(metric WorkspaceScale256 create-ms)" "" "reported"
+row "  end with up to 256 live (ms)" "$(metric WorkspaceScale256 end-ms)" "" "reported"
+[ "$failures" -eq 0 ] || { say "$failures benchmark(s) failed"; exit 1; }
