@@ -73,18 +73,21 @@ func TestSocketAPIWithCurl(t *testing.T) {
 		t.Errorf("health: %+v", health)
 	}
 	var a, b api.Workspace
-	decodeJSON(t, call("POST", "/workspaces", `{"branch":"main","path":"/repo"}`, 201), &a)
+	// The daemon makes the path, in the namespace but on the root
+	// filesystem it shares with the host: a temporary one leaves nothing.
+	repo := filepath.Join(t.TempDir(), "repo")
+	decodeJSON(t, call("POST", "/workspaces", `{"branch":"main","path":"`+repo+`"}`, 201), &a)
 	decodeJSON(t, call("POST", "/workspaces", "", 201), &b)
-	if a.Path != "/repo" || b.Path != api.DefaultPath || a.ID == b.ID {
+	if a.Path != repo || b.Path != api.DefaultPath || a.ID == b.ID {
 		t.Fatalf("created %+v and %+v", a, b)
 	}
 
 	var res api.ExecResult
 	decodeJSON(t, call("POST", "/workspaces/"+a.ID+"/exec", `{"argv":["sh","-c","echo curl > a.txt; pwd; echo err >&2; exit 3"]}`, 200), &res)
-	if res.ExitCode != 3 || res.Stdout != "/repo\n" || res.Stderr != "err\n" {
+	if res.ExitCode != 3 || res.Stdout != repo+"\n" || res.Stderr != "err\n" {
 		t.Errorf("exec: %+v", res)
 	}
-	stream := call("POST", "/workspaces/"+a.ID+"/exec?stream=1", `{"argv":["sh","-c","cat a.txt; echo e >&2"],"cwd":"/repo"}`, 200)
+	stream := call("POST", "/workspaces/"+a.ID+"/exec?stream=1", `{"argv":["sh","-c","cat a.txt; echo e >&2"],"cwd":"`+repo+`"}`, 200)
 	var events []api.ExecEvent
 	for _, line := range strings.Split(strings.TrimSpace(stream), "\n") {
 		var ev api.ExecEvent
@@ -170,7 +173,8 @@ func TestWSCommandAgainstDaemon(t *testing.T) {
 
 	out, _ := ws(0, "create")
 	a := strings.TrimSpace(out)
-	out, _ = ws(0, "create", "--path", "/src")
+	src2 := filepath.Join(t.TempDir(), "src")
+	out, _ = ws(0, "create", "--path", src2)
 	b := strings.TrimSpace(out)
 	if out, _ := ws(0, "ls"); !strings.Contains(out, a) || !strings.Contains(out, b) {
 		t.Errorf("ws ls:\n%s", out)
@@ -180,7 +184,7 @@ func TestWSCommandAgainstDaemon(t *testing.T) {
 	}
 	ws(2, "exec", "--cwd", "sub", b, "--", "pwd") // no such directory yet
 	ws(0, "exec", b, "--", "mkdir", "sub")
-	if out, _ := ws(0, "exec", "--cwd", "sub", b, "--", "pwd"); out != "/src/sub\n" {
+	if out, _ := ws(0, "exec", "--cwd", "sub", b, "--", "pwd"); out != src2+"/sub\n" {
 		t.Errorf("ws exec --cwd sub: %q", out)
 	}
 	if out, _ := ws(0, "inspect", a); !strings.Contains(out, "pending  a.txt") || !strings.Contains(out, "pending  b.txt") {
