@@ -21,7 +21,7 @@ cleanup() {
 	for m in "$MNT" "$BIGMNT"; do
 		grep -q " $m " /proc/mounts && "$LAYERFS" umount --lazy "$m"
 	done
-	[ -n "$LBPID" ] && kill -TERM "$LBPID" 2>/dev/null && wait "$LBPID"
+	[ -n "$LBPID" ] && kill -TERM "$LBPID" 2>/dev/null && wait "$LBPID" # it exits within 5 s
 	grep -q " $LB " /proc/mounts && umount -l "$LB"
 	rm -rf "$WORK"
 }

@@ -151,12 +151,22 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 // Wait blocks until the filesystem is unmounted, by Unmount or from outside.
 func (s *Server) Wait() { <-s.done }
 
+// unmountGrace bounds the wait for serving to stop after a successful
+// unmount. It stops at once unless a copy of the mount lives on in another
+// mount namespace (one made while it was mounted, with private
+// propagation), which the unmount here does not reach.
+const unmountGrace = 5 * time.Second
+
 // Unmount unmounts and waits until serving stops. While files are in use
 // (EBUSY) it detaches the mount lazily instead: it disappears from the
-// namespace at once, and serving stops when the last user lets go.
+// namespace at once, and serving stops when the last user lets go. If
+// copies of the mount in other namespaces keep it served past
+// unmountGrace, it says so in the log and returns; they fail with ENOTCONN
+// once this process exits.
 func (s *Server) Unmount() error {
-	err := s.srv.Unmount()
-	if errors.Is(err, syscall.EBUSY) {
+	err := unmountRetrying(s.mnt)
+	lazy := errors.Is(err, unix.EBUSY)
+	if lazy {
 		s.log.Printf("%s is busy: detaching it; it goes away when its last user does", s.mnt)
 		err = unix.Unmount(s.mnt, unix.MNT_DETACH)
 	}
@@ -168,8 +178,29 @@ func (s *Server) Unmount() error {
 		}
 		return fmt.Errorf("unmount %s: %w", s.mnt, err)
 	}
-	<-s.done
+	if lazy {
+		<-s.done
+		return nil
+	}
+	select {
+	case <-s.done:
+	case <-time.After(unmountGrace):
+		s.log.Printf("%s is unmounted here but still mounted in another mount namespace; not waiting for it", s.mnt)
+	}
 	return nil
+}
+
+// unmountRetrying unmounts mnt, trying again for a moment while it is
+// busy: the kernel may not have seen the last close yet.
+func unmountRetrying(mnt string) error {
+	var err error
+	for try, delay := 0, 5*time.Millisecond; try < 5; try, delay = try+1, 2*delay {
+		if err = unix.Unmount(mnt, 0); !errors.Is(err, unix.EBUSY) {
+			return err
+		}
+		time.Sleep(delay)
+	}
+	return err
 }
 
 // prepareMountpoint detaches a stale mount at mnt — one whose server died,

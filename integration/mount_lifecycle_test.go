@@ -2,6 +2,7 @@ package integration
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // lifecycleStore is a small captured tree for the lifecycle tests.
@@ -66,6 +68,37 @@ func TestMountSIGTERMWhileBusy(t *testing.T) {
 	}
 	f.Close()
 	waitExit(t, cmd)
+}
+
+// TestMountSIGTERMWithCopyElsewhere signals a server whose mount was copied
+// into another mount namespace (unshare with private propagation), which
+// the unmount here does not reach: the server still exits, soon.
+func TestMountSIGTERMWithCopyElsewhere(t *testing.T) {
+	mnt := newMountpoint(t)
+	cmd := startServer(t, lifecycleStore(t), "main", mnt)
+	holder := exec.Command("unshare", "--mount", "--propagation", "private", "sleep", "60")
+	if err := holder.Start(); err != nil {
+		t.Skipf("unshare: %v", err)
+	}
+	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", holder.Process.Pid)); ns != "" && ns != selfMountNS() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("unshare did not make a mount namespace")
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	waitExit(t, cmd)
+	if layerfsMounted(mnt) {
+		t.Error("still mounted here")
+	}
+}
+
+func selfMountNS() string {
+	ns, _ := os.Readlink("/proc/self/ns/mnt")
+	return ns
 }
 
 // TestMountAfterKill9 kills a server with SIGKILL, leaving its mount

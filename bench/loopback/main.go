@@ -45,10 +45,19 @@ func run(dir, mnt string) error {
 	fmt.Println("ready")
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		<-sigs
-		srv.Unmount()
-	}()
-	srv.Wait()
+	served := make(chan struct{})
+	go func() { srv.Wait(); close(served) }()
+	select {
+	case <-served: // unmounted from outside
+	case <-sigs:
+		// go-fuse's Unmount waits for serving to stop, which a copy of the
+		// mount in another mount namespace can keep up: give up after a
+		// while; the copy fails with ENOTCONN once this process exits.
+		go srv.Unmount()
+		select {
+		case <-served:
+		case <-time.After(5 * time.Second):
+		}
+	}
 	return nil
 }
