@@ -68,6 +68,11 @@ type CommitRequest struct {
 	Message string `json:"message,omitempty"`
 	// Force lands files that still hold conflict markers.
 	Force bool `json:"force,omitempty"`
+	// AllowRunning commits while processes still run in the Workspace.
+	// What they write after the capture goes to the view the Workspace
+	// leaves behind and is not kept, so by default such a commit is
+	// refused (409, commands_running).
+	AllowRunning bool `json:"allow_running,omitempty"`
 }
 
 // Commit statuses.
@@ -150,5 +155,6 @@ const (
 	CodeDirty      = "uncommitted_changes"
 	CodeConflict   = "conflict"
 	CodeMarkers    = "conflict_markers"
+	CodeRunning    = "commands_running"
 	CodeInternal   = "internal"
 )

@@ -39,6 +39,9 @@ func (d *Daemon) Commit(id string, req api.CommitRequest) (api.CommitResult, err
 
 func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	start := time.Now()
+	if n := w.d.reaper.running(w.holder.ns); n > 0 && !req.AllowRunning {
+		return api.CommitResult{}, fmt.Errorf("%w: %d; what they write after the capture would not be kept: wait for them, or commit with allow_running", ErrRunning, n)
+	}
 	rules, err := w.ignoreRules()
 	if err != nil {
 		return api.CommitResult{}, err

@@ -13,6 +13,9 @@ var (
 	ErrDirty = errors.New("workspace has uncommitted changes")
 	// ErrBadRequest: a request that cannot be carried out as asked.
 	ErrBadRequest = errors.New("bad request")
+	// ErrRunning: a commit while processes still run in the Workspace,
+	// whose later writes it could not keep.
+	ErrRunning = errors.New("processes still run in the workspace")
 	// ErrClosed: the daemon is shutting down.
 	ErrClosed = errors.New("daemon is shutting down")
 )

@@ -20,6 +20,10 @@ import (
 // streaming form has no bound.
 const maxOutput = 16 << 20
 
+// outputGrace is how long exec waits, after its command exits, for output
+// from processes the command left running.
+const outputGrace = 250 * time.Millisecond
+
 // Exec runs a command in a Workspace's namespace. When stream is set it
 // receives output as it comes, and the result carries none.
 func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, stream func(api.ExecEvent)) (api.ExecResult, error) {
@@ -60,7 +64,7 @@ func (w *workspace) exec(ctx context.Context, req api.ExecRequest, stream func(a
 	res := out.result()
 	res.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	res.TimedOut = timedOut
-	res.ExitCode = exitCode(waitErr)
+	res.ExitCode = exitCode(cmd, waitErr)
 	return res, nil
 }
 
@@ -89,6 +93,10 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, error) {
 		cmd.Stdin = strings.NewReader(req.Stdin)
 		cmd.Stdout, cmd.Stderr = out.writer("stdout"), out.writer("stderr")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		// A process the command left in the background may hold its
+		// output open; once the command itself exits, wait only briefly
+		// for that output, so exec returns.
+		cmd.WaitDelay = outputGrace
 		return cmd.Start()
 	})
 	if err != nil {
@@ -97,18 +105,21 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-func exitCode(err error) int {
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
+// exitCode is the command's exit status as a shell reports it (128+N for
+// signal N), whatever Wait said about output left open.
+func exitCode(cmd *exec.Cmd, err error) int {
+	ps := cmd.ProcessState
+	if ps == nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return -1
 		}
-		return ee.ExitCode()
+		ps = ee.ProcessState
 	}
-	return -1
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
 }
 
 // output collects a command's stdout and stderr, or streams them.

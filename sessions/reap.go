@@ -83,24 +83,45 @@ func killUntilGone(ns map[uint64]bool, rounds int) bool {
 // ns and returns how many it found. A killed process stops counting once
 // it has exited: a zombie has left its namespaces.
 func killIn(ns map[uint64]bool) int {
+	pids := processesIn(ns)
+	for _, pid := range pids {
+		unix.Kill(pid, unix.SIGKILL)
+	}
+	return len(pids)
+}
+
+// processesIn lists the processes (other than the daemon) whose mount
+// namespace is one of ns.
+func processesIn(ns map[uint64]bool) []int {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		return nil
 	}
-	self, n := os.Getpid(), 0
+	self := os.Getpid()
+	var out []int
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == self {
 			continue
 		}
 		var st unix.Stat_t
-		if unix.Stat("/proc/"+e.Name()+"/ns/mnt", &st) != nil || !ns[st.Ino] {
-			continue
+		if unix.Stat("/proc/"+e.Name()+"/ns/mnt", &st) == nil && ns[st.Ino] {
+			out = append(out, pid)
 		}
-		unix.Kill(pid, unix.SIGKILL)
-		n++
 	}
-	return n
+	return out
+}
+
+// running counts the processes still running in namespace ns; zero when
+// no command ever ran there.
+func (r *reaper) running(ns uint64) int {
+	r.mu.Lock()
+	tracked := r.ns[ns]
+	r.mu.Unlock()
+	if !tracked {
+		return 0
+	}
+	return len(processesIn(map[uint64]bool{ns: true}))
 }
 
 // mountNamespace returns the nsfs inode of thread tid's mount namespace.

@@ -81,4 +81,5 @@ var apiExitCodes = map[string]int{
 	api.CodeConflict:   exitConflict,
 	api.CodeCap:        exitConflict,
 	api.CodeMarkers:    exitConflict,
+	api.CodeRunning:    exitConflict,
 }

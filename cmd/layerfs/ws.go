@@ -17,6 +17,7 @@ var wsFlags struct {
 	socket, branch, path, cwd, message string
 	timeout                            time.Duration
 	isolate, discard, force, stdin     bool
+	allowRunning                       bool
 	env                                stringList
 }
 
@@ -58,6 +59,7 @@ func init() {
 			c.fs.BoolVar(&wsFlags.discard, "discard", false, "end even with uncommitted changes, dropping them")
 			c.fs.BoolVar(&wsFlags.force, "force", false, "commit files that still hold conflict markers")
 			c.fs.BoolVar(&wsFlags.stdin, "stdin", false, "pass our standard input to the command (like docker exec -i)")
+			c.fs.BoolVar(&wsFlags.allowRunning, "allow-running", false, "commit while processes still run in the Workspace (their later writes are not kept)")
 			wsFlags.env = nil
 			c.fs.Var(&wsFlags.env, "env", "`KEY=VALUE` for exec (repeatable; replaces the environment)")
 			c.jsonFlag()
@@ -179,7 +181,7 @@ type exitStatus struct{ code int }
 func (e *exitStatus) Error() string { return fmt.Sprintf("command exited with status %d", e.code) }
 
 func wsCommit(c *cli, cl *layerfs.Client, id string) error {
-	res, err := cl.Commit(context.Background(), id, api.CommitRequest{Message: wsFlags.message, Force: wsFlags.force})
+	res, err := cl.Commit(context.Background(), id, api.CommitRequest{Message: wsFlags.message, Force: wsFlags.force, AllowRunning: wsFlags.allowRunning})
 	if err != nil {
 		return err
 	}
