@@ -13,7 +13,7 @@ import (
 // readStmts are the hot read queries, prepared once: preparing a
 // statement costs more than running it.
 type readStmts struct {
-	get, has, depth, branch, blame, layerSeq *sql.Stmt
+	get, has, depth, branch, blame, layerSeq, many *sql.Stmt
 }
 
 func (s *Store) prepareStmts() error {
@@ -27,6 +27,7 @@ func (s *Store) prepareStmts() error {
 		{&s.stmts.branch, `SELECT name, head, start, created, updated FROM branches WHERE name = ?`},
 		{&s.stmts.blame, `SELECT data, commit_id FROM blame WHERE path = ? AND content = ? ORDER BY seq DESC LIMIT 1`},
 		{&s.stmts.layerSeq, `SELECT layer, commit_id, created FROM manifest WHERE seq = ?`},
+		{&s.stmts.many, manyQuery},
 	} {
 		var err error
 		if *q.st, err = s.r.Prepare(q.sql); err != nil {
@@ -37,15 +38,19 @@ func (s *Store) prepareStmts() error {
 }
 
 func (r *readStmts) close() {
-	for _, st := range []*sql.Stmt{r.get, r.has, r.depth, r.branch, r.blame, r.layerSeq} {
+	for _, st := range []*sql.Stmt{r.get, r.has, r.depth, r.branch, r.blame, r.layerSeq, r.many} {
 		if st != nil {
 			st.Close()
 		}
 	}
 }
 
-// storedObject is one row of the objects table, still encoded. data and
-// base alias SQLite's buffer: they are valid only inside withRow's callback.
+// storedObject is one row of the objects table, still encoded.
+//
+// rowsAreFresh: the modernc driver copies every blob it returns into a new
+// slice (conn.columnBlob), so bytes scanned as sql.RawBytes stay valid
+// after the row is released and need no second copy; reading a raw chunk
+// then costs one copy, not two. TestRawBytesAreFresh guards this.
 type storedObject struct {
 	kind object.Kind
 	size int
@@ -101,7 +106,7 @@ func (s *Store) get(id object.ID, budget int) ([]byte, object.Kind, error) {
 		kind = o.kind
 		switch o.enc {
 		case encRaw:
-			raw = bytes.Clone(o.data)
+			raw = o.data // the driver's own copy: see rowsAreFresh
 		case encDelta:
 			delta = &storedObject{kind: o.kind, size: o.size, enc: o.enc, base: bytes.Clone(o.base), data: bytes.Clone(o.data)}
 		default:

@@ -1,12 +1,8 @@
 package store
 
 import (
-	"bytes"
-	"database/sql"
 	"fmt"
-	"runtime"
 	"strings"
-	"sync"
 
 	"github.com/layerfs/layerfs/object"
 )
@@ -17,27 +13,6 @@ const GetManyMax = 16
 // manyQuery reads GetManyMax objects; a shorter run repeats an id.
 var manyQuery = `SELECT id, kind, size, enc, base, data FROM objects WHERE id IN (?` +
 	strings.Repeat(`, ?`, GetManyMax-1) + `)`
-
-// manyStmts holds each Store's prepared manyQuery, keyed by its reader
-// pool: preparing the query for every call cost about a twelfth of reading
-// a run of chunks. An entry goes when its Store is collected.
-var manyStmts sync.Map // *sql.DB → *sql.Stmt
-
-func (s *Store) manyStmt() (*sql.Stmt, error) {
-	if st, ok := manyStmts.Load(s.r); ok {
-		return st.(*sql.Stmt), nil
-	}
-	st, err := s.r.Prepare(manyQuery)
-	if err != nil {
-		return nil, err
-	}
-	if old, loaded := manyStmts.LoadOrStore(s.r, st); loaded {
-		st.Close()
-		return old.(*sql.Stmt), nil
-	}
-	runtime.AddCleanup(s, func(db *sql.DB) { manyStmts.Delete(db) }, s.r)
-	return st, nil
-}
 
 // GetMany reads several objects of kind k in one query — one statement and
 // one read transaction instead of one each, which is most of what reading
@@ -75,11 +50,7 @@ func (s *Store) getMany(ids []object.ID, k object.Kind, fn func(id object.ID, da
 	for i := range args {
 		args[i] = ids[min(i, len(ids)-1)][:]
 	}
-	st, err := s.manyStmt()
-	if err != nil {
-		return fmt.Errorf("read %d objects: %w", len(ids), err)
-	}
-	rows, err := st.Query(args...)
+	rows, err := s.stmts.many.Query(args...)
 	if err != nil {
 		return fmt.Errorf("read %d objects: %w", len(ids), err)
 	}
@@ -129,7 +100,7 @@ func (s *Store) decodeRow(id object.ID, o *storedObject, k object.Kind) ([]byte,
 	}
 	var raw []byte
 	if o.enc == encRaw {
-		raw = bytes.Clone(o.data)
+		raw = o.data // the driver's own copy: see rowsAreFresh in objects.go
 	} else {
 		var err error
 		if raw, err = s.codec.decode(o.enc, o.data, nil, o.size); err != nil {
