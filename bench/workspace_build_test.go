@@ -60,6 +60,7 @@ func BenchmarkWorkspaceGoBuild(b *testing.B) {
 		if err := e.c.End(context.Background(), id, true); err != nil {
 			b.Fatal(err)
 		}
+		e.waitRemoved(b, id) // as the ext4 side removes its copy before going on
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

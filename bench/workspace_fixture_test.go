@@ -423,6 +423,20 @@ func (e *wsEnv) commit(b *testing.B, id string) api.CommitResult {
 	return res
 }
 
+// waitRemoved waits until an ended Workspace's directories are gone: the
+// daemon removes them in the background, and a benchmark that goes on
+// meanwhile measures that removal too.
+func (e *wsEnv) waitRemoved(b *testing.B, id string) {
+	b.Helper()
+	dir := filepath.Join(e.stateDir, "ws", id)
+	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(dir); os.IsNotExist(err) {
+			return
+		}
+	}
+	b.Fatalf("%s not removed after 5 minutes", dir)
+}
+
 // stored is what the Store's objects take, compressed or delta.
 func (e *wsEnv) stored(b *testing.B) int64 {
 	b.Helper()
