@@ -44,6 +44,7 @@ type Daemon struct {
 	s       *store.Store
 	fuse    *fusefs.Server
 	holders *holderPool
+	spares  *spares
 	reaper  reaper
 	log     *log.Logger
 	id      string // how leases name this daemon
@@ -72,11 +73,12 @@ func Start(cfg Config) (*Daemon, error) {
 	host, _ := os.Hostname()
 	d := &Daemon{cfg: cfg, s: cfg.Store, log: cfg.Logger, ws: map[string]*workspace{},
 		id: fmt.Sprintf("%s:%d:%s", host, os.Getpid(), abs)}
+	d.spares = &spares{d: d}
 	if err := d.setup(); err != nil {
 		d.teardown()
 		return nil, err
 	}
-	d.holders = newHolderPool(cfg.StateDir, 2)
+	d.holders = newHolderPool(cfg.StateDir, 1) // and the spare holds another
 	if err := d.restore(); err != nil {
 		d.Close()
 		return nil, err
@@ -144,6 +146,10 @@ func (d *Daemon) restore() error {
 	for _, e := range entries {
 		dir := d.dir("ws", e.Name())
 		rec, err := loadRecord(dir)
+		if err != nil && isSpare(dir) {
+			removeInBackground(dir) // made ahead of need, never used
+			continue
+		}
 		if err != nil {
 			d.log.Printf("skipping %s: %v", dir, err)
 			continue
@@ -174,6 +180,7 @@ func (d *Daemon) Close() error {
 	for _, w := range ws {
 		errs = append(errs, w.detach())
 	}
+	d.spares.close()
 	if d.holders != nil {
 		d.holders.close()
 	}

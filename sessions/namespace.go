@@ -267,6 +267,22 @@ func (h *holder) bindInto(src, target string) error {
 		return fmt.Errorf("clone mount %s: %w", src, err)
 	}
 	defer unix.Close(fd)
+	return h.attach(fd, src, target)
+}
+
+// bindDetached is bindInto for a detached mount, given by its descriptor.
+func (h *holder) bindDetached(mfd int, target string) error {
+	fd, err := unix.OpenTree(mfd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	if err != nil {
+		return fmt.Errorf("clone detached mount: %w", err)
+	}
+	defer unix.Close(fd)
+	return h.attach(fd, "a detached mount", target)
+}
+
+// attach moves the cloned mount fd to target in the holder's namespace,
+// replacing whatever was attached there before; src names it in errors.
+func (h *holder) attach(fd int, src, target string) error {
 	return h.inNamespace(false, func() error {
 		unix.Unmount(target, unix.MNT_DETACH) // the previous view, if any
 		if err := os.MkdirAll(target, 0o755); err != nil {

@@ -40,6 +40,35 @@ func mountOverlay(lower, upper, work, mnt string) error {
 	return nil
 }
 
+// overlayDetached makes the overlay mountOverlay makes, with the same
+// options, as a detached mount (fsopen, fsconfig, fsmount): it is seen
+// nowhere until moved somewhere (move_mount), and goes away when the
+// returned descriptor is closed without that.
+func overlayDetached(lower, upper, work string) (int, error) {
+	fs, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("overlay: fsopen: %w", err)
+	}
+	defer unix.Close(fs)
+	for _, kv := range [][2]string{{"lowerdir", lower}, {"upperdir", upper}, {"workdir", work},
+		{"redirect_dir", "on"}, {"metacopy", "off"}, {"index", "off"}, {"xino", "off"}} {
+		if err := unix.FsconfigSetString(fs, kv[0], kv[1]); err != nil {
+			return -1, fmt.Errorf("overlay: %s=%s: %w", kv[0], kv[1], err)
+		}
+	}
+	if err := unix.FsconfigSetFlag(fs, "volatile"); err != nil {
+		return -1, fmt.Errorf("overlay: volatile: %w", err)
+	}
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return -1, fmt.Errorf("overlay over %s: %w", lower, err)
+	}
+	mfd, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("overlay over %s: fsmount: %w", lower, err)
+	}
+	return mfd, nil
+}
+
 // unmount detaches whatever is mounted at mnt, lazily, so a busy mount
 // disappears from view at once and goes away when its last user does.
 func unmount(mnt string) error {

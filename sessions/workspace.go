@@ -73,6 +73,10 @@ func (d *Daemon) create(req api.CreateRequest) (*workspace, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer d.spares.fill(req.Branch) // for the next one
+	if sp := d.spares.take(req.Branch, b.Head, req.Path); sp != nil {
+		return d.createFromSpare(sp)
+	}
 	w := &workspace{d: d, rec: record{ID: newID(), Branch: req.Branch, Lease: b.Head.String(),
 		Path: req.Path, Created: time.Now().UTC()}}
 	if err := d.s.SetLease(w.rec.ID, w.rec.Branch, d.id, b.Head); err != nil {
@@ -82,6 +86,22 @@ func (d *Daemon) create(req api.CreateRequest) (*workspace, error) {
 		w.teardown()
 		d.s.DropLease(w.rec.ID)
 		return nil, fmt.Errorf("create workspace of %s: %w", req.Branch, err)
+	}
+	return w, nil
+}
+
+// createFromSpare makes a Workspace of a spare (see spares): a Lease, the
+// overlay at the host path, the record.
+func (d *Daemon) createFromSpare(sp *spare) (*workspace, error) {
+	w := sp.w
+	w.rec.Created = time.Now().UTC()
+	if err := d.s.SetLease(w.rec.ID, w.rec.Branch, d.id, w.rec.lease()); err != nil {
+		sp.discard()
+		return nil, err
+	}
+	if _, err := sp.use(); err != nil {
+		d.s.DropLease(w.rec.ID)
+		return nil, fmt.Errorf("create workspace of %s: %w", w.rec.Branch, err)
 	}
 	return w, nil
 }

@@ -1,0 +1,199 @@
+package sessions
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/object"
+)
+
+// spareMarker marks a spare's directory: a restart removes directories
+// that hold it and no record.
+const spareMarker = "spare"
+
+// spares keeps one Workspace made ahead of need, of the branch a Workspace
+// was last created of, at its head, seen at api.DefaultPath: its
+// directories, its overlay (a detached mount, seen nowhere yet) and a
+// holder that shows it. A create that finds it fitting (same branch, head
+// and path) only takes the Lease, attaches the overlay at the host path
+// and saves the record; the mkdirs, the mount and the namespace work are
+// done before, on a thread of the lowest CPU priority. A spare holds no
+// Lease: it is taken only while its Commit is the branch's head, which no
+// gc removes. A spare gone stale (the head moved) is dropped and another
+// made.
+type spares struct {
+	d *Daemon
+
+	mu      sync.Mutex
+	ready   *spare
+	branch  string // what to keep a spare of
+	filling bool
+	closed  bool
+	done    sync.WaitGroup
+}
+
+type spare struct {
+	w   *workspace
+	mfd int // the detached overlay
+}
+
+// take returns the spare if it fits, and the caller then owns it.
+func (s *spares) take(branch string, head object.ID, path string) *spare {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sp := s.ready
+	if sp == nil || sp.w.rec.Branch != branch || sp.w.rec.Lease != head.String() || path != sp.w.rec.Path {
+		return nil
+	}
+	s.ready = nil
+	return sp
+}
+
+// fill makes sure a spare of branch is ready or on its way, in the
+// background.
+func (s *spares) fill(branch string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.branch = branch
+	if s.filling || s.closed {
+		return
+	}
+	s.filling = true
+	s.done.Add(1)
+	go s.run()
+}
+
+// run replaces a missing or stale spare until one fits what is wanted,
+// at nice 19 (a thread of its own, ended with it).
+func (s *spares) run() {
+	defer s.done.Done()
+	runtime.LockOSThread() // never unlocked: the thread goes with its priority
+	unix.Setpriority(unix.PRIO_PROCESS, 0, 19)
+	for {
+		s.mu.Lock()
+		branch, closed := s.branch, s.closed
+		s.mu.Unlock()
+		b, err := s.d.s.Branch(branch)
+		if closed || err != nil {
+			s.stop()
+			return
+		}
+		s.mu.Lock()
+		stale := s.ready
+		if stale != nil && stale.w.rec.Branch == branch && stale.w.rec.Lease == b.Head.String() {
+			s.filling = false
+			s.mu.Unlock()
+			return
+		}
+		s.ready = nil
+		s.mu.Unlock()
+		if stale != nil {
+			stale.discard()
+		}
+		sp, err := s.make(branch, b.Head)
+		if err != nil {
+			s.d.log.Printf("make a spare Workspace of %s: %v", branch, err)
+			s.stop()
+			return
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			sp.discard()
+			s.stop()
+			return
+		}
+		s.ready = sp
+		s.mu.Unlock()
+	}
+}
+
+func (s *spares) stop() {
+	s.mu.Lock()
+	s.filling = false
+	s.mu.Unlock()
+}
+
+// make builds a spare of branch at head.
+func (s *spares) make(branch string, head object.ID) (*spare, error) {
+	w := &workspace{d: s.d, rec: record{ID: newID(), Branch: branch, Lease: head.String(), Path: api.DefaultPath}}
+	sp := &spare{w: w, mfd: -1}
+	for _, p := range []string{w.upper(), w.work(), w.hostPath()} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			sp.discard()
+			return nil, err
+		}
+	}
+	err := os.WriteFile(filepath.Join(w.dir(), spareMarker), nil, 0o600)
+	if err == nil {
+		sp.mfd, err = overlayDetached(w.lower(), w.upper(), w.work())
+	}
+	if err == nil {
+		w.holder, err = s.d.holders.get()
+	}
+	if err == nil {
+		err = w.holder.bindDetached(sp.mfd, w.rec.Path)
+	}
+	if err != nil {
+		sp.discard()
+		return nil, err
+	}
+	return sp, nil
+}
+
+// use turns a taken spare into the Workspace: its overlay at the host
+// path, its record saved. The caller has taken the Lease.
+func (sp *spare) use() (*workspace, error) {
+	w := sp.w
+	err := unix.MoveMount(sp.mfd, "", unix.AT_FDCWD, w.hostPath(), unix.MOVE_MOUNT_F_EMPTY_PATH)
+	unix.Close(sp.mfd)
+	sp.mfd = -1
+	if err != nil {
+		err = fmt.Errorf("attach overlay at %s: %w", w.hostPath(), err)
+	} else {
+		err = w.rec.save(w.dir())
+	}
+	if err != nil {
+		w.teardown()
+		return nil, err
+	}
+	os.Remove(filepath.Join(w.dir(), spareMarker))
+	return w, nil
+}
+
+// discard undoes make.
+func (sp *spare) discard() {
+	if sp.mfd >= 0 {
+		unix.Close(sp.mfd)
+		sp.mfd = -1
+	}
+	sp.w.teardown()
+}
+
+// close drops the spare and waits for one being made; no more are made.
+func (s *spares) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.done.Wait()
+	s.mu.Lock()
+	sp := s.ready
+	s.ready = nil
+	s.mu.Unlock()
+	if sp != nil {
+		sp.discard()
+	}
+}
+
+// isSpare reports whether dir is a spare's directory (a restart removes
+// them).
+func isSpare(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, spareMarker))
+	return err == nil
+}
