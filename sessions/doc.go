@@ -10,7 +10,7 @@
 // directories and calls mount(2) twice. Even that is mostly done ahead of
 // need: the daemon keeps one spare Workspace of the branch last used, at
 // its head — directories, overlay (a detached mount) and namespace — made
-// at the lowest CPU priority, so a create that fits it only takes the
+// at background priority, so a create that fits it only takes the
 // Lease, attaches the overlay and saves the record.
 //
 // Commands run in a private mount namespace owned by a holder of the

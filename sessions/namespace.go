@@ -36,15 +36,16 @@ type holder struct {
 
 // newHolder makes a fresh mount namespace, isolated as isolateNamespace
 // describes, on a thread of its own. With background set (the pool making
-// a holder ahead of need) the thread does that at the lowest CPU priority,
-// so that on busy cores it does not hold up the Workspace being created
-// meanwhile, and returns to normal priority before it runs commands.
+// a holder ahead of need) the thread does that at background priority
+// (see backgroundPriority), so that on busy cores it does not hold up the
+// Workspace being created meanwhile, and returns to normal priority
+// before it runs commands.
 func newHolder(hide string, background bool) (*holder, error) {
 	t, err := startThread(func() error {
 		if !background {
 			return newMountNamespace(hide)
 		}
-		unix.Setpriority(unix.PRIO_PROCESS, 0, 19) // the calling thread only, on Linux
+		backgroundPriority()
 		if err := newMountNamespace(hide); err != nil {
 			return err
 		}

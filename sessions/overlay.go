@@ -124,11 +124,11 @@ func unescapeMount(s string) string {
 
 // removeInBackground deletes directory trees off the hot path: creating
 // files soon after deleting many is slow on some filesystems. One janitor
-// does it, in order, on an OS thread of the lowest CPU priority (nice 19),
-// so on a busy machine the removal a commit or an end leaves behind does
-// not compete with the reply, or with the next Workspace's create, for
-// the cores: it runs when they are idle. (On two busy cores the removal
-// running beside a commit's reply added about 1 ms to it.)
+// does it, in order, on an OS thread at background priority (see
+// backgroundPriority), so on a busy machine the removal a commit or an end
+// leaves behind yields the cores to the reply, and to the next
+// Workspace's create. (On two busy cores the removal running beside a
+// commit's reply added about 1 ms to it.)
 func removeInBackground(dirs ...string) {
 	janitor.once.Do(func() {
 		janitor.wake = make(chan struct{}, 1)
@@ -153,8 +153,8 @@ type remover struct {
 }
 
 func (r *remover) run() {
-	runtime.LockOSThread()                     // never unlocked: the thread keeps its priority
-	unix.Setpriority(unix.PRIO_PROCESS, 0, 19) // the calling thread only, on Linux
+	runtime.LockOSThread() // never unlocked: the thread keeps its priority
+	backgroundPriority()
 	for range r.wake {
 		for d, ok := r.next(); ok; d, ok = r.next() {
 			for try := 0; try < 5; try++ {
@@ -166,6 +166,20 @@ func (r *remover) run() {
 		}
 	}
 }
+
+// backgroundNice is the priority of the daemon's work ahead of need or
+// after the fact: the janitor, the holder pool, the spare. Low, so it
+// yields the cores to requests; not the lowest, because that work takes
+// kernel locks requests also take (the mount namespace lock for unshare,
+// open_tree and umount; a directory's lock for mkdir and rmdir), and a
+// thread at nice 19 preempted while holding one can keep a request waiting
+// for as long as the busy cores let it wait.
+const backgroundNice = 10
+
+// backgroundPriority sets the calling thread, which must be locked to its
+// goroutine, to backgroundNice. On Linux setpriority(PRIO_PROCESS, 0)
+// applies to the calling thread alone.
+func backgroundPriority() { unix.Setpriority(unix.PRIO_PROCESS, 0, backgroundNice) }
 
 func (r *remover) next() (string, bool) {
 	r.mu.Lock()

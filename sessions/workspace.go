@@ -235,7 +235,11 @@ func (w *workspace) follow(commit object.ID) error {
 	}
 	oldUpper, oldWork := w.upper(), w.work()
 	w.rec.Lease = commit.String()
-	return w.remount(oldUpper, oldWork)
+	if err := w.remount(oldUpper, oldWork); err != nil {
+		return err
+	}
+	w.d.spares.fill(w.rec.Branch) // the head moved: the spare, if of this branch, is stale
+	return nil
 }
 
 // remount puts a fresh overlay of the current lease at the Workspace's

@@ -23,7 +23,7 @@ const spareMarker = "spare"
 // holder that shows it. A create that finds it fitting (same branch, head
 // and path) only takes the Lease, attaches the overlay at the host path
 // and saves the record; the mkdirs, the mount and the namespace work are
-// done before, on a thread of the lowest CPU priority. A spare holds no
+// done before, on a thread at background priority (backgroundPriority). A spare holds no
 // Lease: it is taken only while its Commit is the branch's head, which no
 // gc removes. A spare gone stale (the head moved) is dropped and another
 // made.
@@ -70,11 +70,11 @@ func (s *spares) fill(branch string) {
 }
 
 // run replaces a missing or stale spare until one fits what is wanted,
-// at nice 19 (a thread of its own, ended with it).
+// at background priority (a thread of its own, ended with it).
 func (s *spares) run() {
 	defer s.done.Done()
 	runtime.LockOSThread() // never unlocked: the thread goes with its priority
-	unix.Setpriority(unix.PRIO_PROCESS, 0, 19)
+	backgroundPriority()
 	for {
 		s.mu.Lock()
 		branch, closed := s.branch, s.closed
