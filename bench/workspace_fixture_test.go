@@ -437,6 +437,20 @@ func (e *wsEnv) waitRemoved(b *testing.B, id string) {
 	b.Fatalf("%s not removed after 5 minutes", dir)
 }
 
+// waitDrained waits until the state directory holds no ended Workspace's
+// directories (the daemon removes them in the background): one at most, a
+// spare.
+func (e *wsEnv) waitDrained(b *testing.B) {
+	b.Helper()
+	live := len(e.d.List())
+	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if ents, err := os.ReadDir(filepath.Join(e.stateDir, "ws")); err == nil && len(ents) <= live+1 {
+			return
+		}
+	}
+	b.Fatalf("ended Workspaces' directories not removed after 5 minutes")
+}
+
 // stored is what the Store's objects take, compressed or delta.
 func (e *wsEnv) stored(b *testing.B) int64 {
 	b.Helper()

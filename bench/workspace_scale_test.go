@@ -37,6 +37,7 @@ func BenchmarkWorkspaceScale256(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
+		e.waitDrained(b)
 		rss0, disk0, store0 := wsRSS(b), wsDiskUnder(b, e.stateDir), wsStoreBytes(path)
 		b.StartTimer()
 		ids := make([]string, n)
