@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -32,7 +33,8 @@ type spares struct {
 
 	mu      sync.Mutex
 	ready   *spare
-	branch  string // what to keep a spare of
+	making  *making // the spare being made, if any
+	branch  string  // what to keep a spare of
 	filling bool
 	closed  bool
 	done    sync.WaitGroup
@@ -43,10 +45,47 @@ type spare struct {
 	mfd int // the detached overlay
 }
 
-// take returns the spare if it fits, and the caller then owns it.
+// making is a spare on its way, made by thread tid; done is closed when
+// it is ready (or failed).
+type making struct {
+	branch string
+	head   object.ID
+	tid    int
+	done   chan struct{}
+}
+
+// spareWait bounds how long a create waits for a fitting spare on its
+// way before it goes the normal way.
+const spareWait = 20 * time.Millisecond
+
+// take returns the spare if it fits, and the caller then owns it. If a
+// fitting one is on its way, take raises the thread making it to normal
+// priority and waits for it: finishing it costs less than a create from
+// scratch beside it, which would also compete with it for the cores.
 func (s *spares) take(branch string, head object.ID, path string) *spare {
 	s.mu.Lock()
+	if sp := s.takeReady(branch, head, path); sp != nil {
+		s.mu.Unlock()
+		return sp
+	}
+	m := s.making
+	s.mu.Unlock()
+	if m == nil || m.branch != branch || m.head != head || path != api.DefaultPath {
+		return nil
+	}
+	unix.Setpriority(unix.PRIO_PROCESS, m.tid, 0)
+	select {
+	case <-m.done:
+	case <-time.After(spareWait):
+		return nil
+	}
+	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.takeReady(branch, head, path)
+}
+
+// takeReady takes the ready spare if it fits. s.mu must be held.
+func (s *spares) takeReady(branch string, head object.ID, path string) *spare {
 	sp := s.ready
 	if sp == nil || sp.w.rec.Branch != branch || sp.w.rec.Lease != head.String() || path != sp.w.rec.Path {
 		return nil
@@ -75,6 +114,7 @@ func (s *spares) run() {
 	defer s.done.Done()
 	runtime.LockOSThread() // never unlocked: the thread goes with its priority
 	backgroundPriority()
+	tid := unix.Gettid()
 	for {
 		s.mu.Lock()
 		branch, closed := s.branch, s.closed
@@ -92,25 +132,31 @@ func (s *spares) run() {
 			return
 		}
 		s.ready = nil
+		m := &making{branch: branch, head: b.Head, tid: tid, done: make(chan struct{})}
+		s.making = m
 		s.mu.Unlock()
-		if stale != nil {
-			stale.discard()
-		}
 		sp, err := s.make(branch, b.Head)
+		s.mu.Lock()
+		s.making = nil
+		closed = s.closed
+		if err == nil && !closed {
+			s.ready, sp = sp, nil
+		}
+		s.mu.Unlock()
+		close(m.done)
+		if stale != nil {
+			stale.discard() // after the new one is ready: a create may be waiting for it
+		}
+		if sp != nil {
+			sp.discard()
+		}
 		if err != nil {
 			s.d.log.Printf("make a spare Workspace of %s: %v", branch, err)
+		}
+		if err != nil || closed {
 			s.stop()
 			return
 		}
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			sp.discard()
-			s.stop()
-			return
-		}
-		s.ready = sp
-		s.mu.Unlock()
 	}
 }
 
