@@ -51,6 +51,14 @@
 // change plus 128 KiB. A new chunk carries as PutChunk's base hint the old
 // chunk it overlaps most, so a Store can keep it as a delta.
 //
+// Diff and Patch turn a new version of a file, given whole (an overlayfs
+// upper file), into edits of the old: Diff hashes the new bytes over the
+// old file's extents and returns the ranges whose chunks changed, and
+// Patch overwrites those ranges (truncating or appending as the size
+// changed). Its edits build into a scratch Store in memory, and only the
+// objects the final File names reach the real Store, so several ranges
+// sharing a chunk or a node never store an intermediate version.
+//
 // Runs of repeated content, such as zeros, are the one weakness: when every
 // entry has the same ID, boundaries come from the size limits, a shifted run
 // never meets the old boundaries again and an edit re-cuts to the end of the

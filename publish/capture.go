@@ -59,7 +59,7 @@ func CaptureUpper(s *store.Store, upper string, base object.ID, ignore *Rules) (
 // nothing: it answers "what is uncommitted?". Its Content is nil, and its
 // Changes must not be published.
 func CaptureUpperDry(s *store.Store, upper string, base object.ID, ignore *Rules) (*Capture, error) {
-	return capture(s, upper, base, ignore, hashOnly{}, nil)
+	return capture(s, upper, base, ignore, hashOnly{s}, nil)
 }
 
 func capture(s *store.Store, upper string, base object.ID, ignore *Rules, content extents.Store, stage *store.Stage) (*Capture, error) {
@@ -171,7 +171,15 @@ func (cw *capturer) file(abs, path string, e store.Entry, lower *store.Entry) er
 		return err
 	}
 	defer f.Close()
-	if lower != nil && lower.Type == store.TypeFile && sameMeta(lower, &e) {
+	if lower != nil && lower.Type == store.TypeFile && lower.Size >= extents.SmallFileMax {
+		content, ok, err := cw.patch(f, lower)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if ok {
+			return cw.captured(path, e, lower, content)
+		}
+	} else if lower != nil && lower.Type == store.TypeFile && sameMeta(lower, &e) {
 		// Copied up, maybe unchanged: hash without storing and compare.
 		id, size, err := cw.hash(f)
 		if err != nil {
@@ -181,18 +189,60 @@ func (cw *capturer) file(abs, path string, e store.Entry, lower *store.Entry) er
 			cw.cap.Unchanged = append(cw.cap.Unchanged, path)
 			return nil
 		}
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
 	}
 	content, err := extents.Write(cw.content, f)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	cw.cap.BytesHashed += content.Size
+	return cw.captured(path, e, lower, content)
+}
+
+// captured records a file's new entry, or that it is unchanged.
+func (cw *capturer) captured(path string, e store.Entry, lower *store.Entry, content extents.File) error {
 	e.ID, e.Size = content.ID, content.Size
+	if lower != nil && lower.Type == store.TypeFile && lower.ID == e.ID && lower.Size == e.Size && sameMeta(lower, &e) {
+		cw.cap.Unchanged = append(cw.cap.Unchanged, path)
+		return nil
+	}
 	cw.add(Change{Path: path, Entry: &e})
 	return nil
+}
+
+// patchLimit bounds how many changed bytes within a big file's old length
+// capture looks for before it writes the file whole instead of patching
+// the lower version: content shifted by an insertion differs everywhere.
+const patchLimit = 4 << 20
+
+// patch captures a big file whose lower version is lower by comparing
+// the two chunk by chunk and storing only the chunks around the ranges
+// that changed (extents.Diff, extents.Patch): a 10-byte overwrite of a
+// copied-up file costs about a chunk, not the file. It reports false when
+// the file differs too much for that to pay; then it must be written
+// whole.
+func (cw *capturer) patch(f *os.File, lower *store.Entry) (extents.File, bool, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return extents.File{}, false, err
+	}
+	old := extents.File{ID: lower.ID, Size: lower.Size}
+	size := fi.Size()
+	ranges, err := extents.Diff(cw.s, old, f, size, min(size/8, patchLimit))
+	if errors.Is(err, extents.ErrTooDifferent) {
+		return extents.File{}, false, nil
+	}
+	if err != nil {
+		return extents.File{}, false, err
+	}
+	cw.cap.BytesHashed += size
+	if len(ranges) == 0 && size == old.Size {
+		return old, true, nil
+	}
+	g, err := extents.Patch(cw.content, old, f, size, ranges)
+	return g, err == nil, err
 }
 
 // sameMeta reports whether a lower entry and an upper one agree on
@@ -202,7 +252,7 @@ func sameMeta(a, b *store.Entry) bool {
 }
 
 func (cw *capturer) hash(r io.Reader) (object.ID, int64, error) {
-	f, err := extents.Write(hashOnly{}, r)
+	f, err := extents.Write(hashOnly{cw.s}, r)
 	cw.cap.BytesHashed += f.Size
 	return f.ID, f.Size, err
 }
@@ -277,8 +327,9 @@ func hasXattr(path, name string) bool {
 }
 
 // hashOnly is an extents.Store that names objects without keeping them:
-// capture uses it to tell whether a copied-up file changed.
-type hashOnly struct{}
+// capture uses it to tell whether a copied-up file changed. It reads what
+// the Store holds, which patching a big file needs.
+type hashOnly struct{ s *store.Store }
 
 func (hashOnly) PutChunk(data []byte, _ object.ID) (object.ID, error) {
 	return object.Sum(object.KindChunk, data), nil
@@ -286,6 +337,9 @@ func (hashOnly) PutChunk(data []byte, _ object.ID) (object.ID, error) {
 func (hashOnly) PutNode(data []byte) (object.ID, error) {
 	return object.Sum(object.KindExtent, data), nil
 }
-func (hashOnly) Get(object.ID, object.Kind) ([]byte, error) {
-	return nil, errors.New("hash-only store holds nothing")
+func (h hashOnly) Get(id object.ID, k object.Kind) ([]byte, error) {
+	if h.s == nil {
+		return nil, errors.New("hash-only store holds nothing")
+	}
+	return h.s.Get(id, k)
 }

@@ -23,4 +23,14 @@
 // appended to an audit table kept apart from the objects (blame), in its own
 // transaction: if that append fails, the Commit stands and those lines read
 // "unknown".
+//
+// Capture (CaptureUpper) turns an overlayfs upperdir into a Changeset. A
+// big file whose lower version is a file too — copied up and edited in
+// place, or replaced — is compared with that version chunk by chunk
+// (extents.Diff hashes the upper file over the lower's extents) and only
+// the ranges that differ are applied to the lower's extent tree
+// (extents.Patch): a 10-byte overwrite of a 32 MiB file stores about one
+// chunk and a few nodes, and costs one read and hash of the file rather
+// than a re-chunking. Content shifted by an insertion differs everywhere,
+// so when more than a bounded part differs capture writes the file whole.
 package publish

@@ -1,0 +1,139 @@
+package extents
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/layerfs/layerfs/object"
+)
+
+// putLog records what reaches the Store under it.
+type putLog struct {
+	Store
+	ids []object.ID
+}
+
+func (p *putLog) PutChunk(data []byte, base object.ID) (object.ID, error) {
+	id, err := p.Store.PutChunk(data, base)
+	p.ids = append(p.ids, id)
+	return id, err
+}
+
+func (p *putLog) PutNode(data []byte) (object.ID, error) {
+	id, err := p.Store.PutNode(data)
+	p.ids = append(p.ids, id)
+	return id, err
+}
+
+// editBytes makes a new version of old by a few random edits of the kinds
+// a command makes in place: overwrites here and there, a truncate, an
+// append.
+func editBytes(rng *rand.Rand, old []byte) []byte {
+	b := bytes.Clone(old)
+	for range 1 + rng.IntN(4) {
+		switch rng.IntN(5) {
+		case 0:
+			b = b[:rng.IntN(len(b)+1)]
+		case 1:
+			b = append(b, randBytes(rng.Uint64(), rng.IntN(300<<10))...)
+		default:
+			if len(b) == 0 {
+				continue
+			}
+			off := rng.IntN(len(b))
+			copy(b[off:], randBytes(rng.Uint64(), 1+rng.IntN(40<<10)))
+		}
+	}
+	return b
+}
+
+func TestPatchMatchesWrite(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for i := range 60 {
+		old := mixedBytes(rng, rng.IntN(3<<20))
+		s := NewTestStore(t)
+		f := MustWrite(t, s, old)
+		edited := editBytes(rng, old)
+		ranges, err := Diff(s, f, bytes.NewReader(edited), int64(len(edited)), math.MaxInt64)
+		if err != nil {
+			t.Fatalf("case %d: diff: %v", i, err)
+		}
+		for _, r := range ranges {
+			if r.Len <= 0 || r.End() > int64(len(edited)) {
+				t.Fatalf("case %d: bad range %+v of %d bytes", i, r, len(edited))
+			}
+		}
+		log := &putLog{Store: s}
+		g, err := Patch(log, f, bytes.NewReader(edited), int64(len(edited)), ranges)
+		if err != nil {
+			t.Fatalf("case %d: patch: %v", i, err)
+		}
+		if err := Check(s, g); err != nil {
+			t.Fatalf("case %d: check: %v", i, err)
+		}
+		checkContent(t, s, g, edited, rng)
+		reach := map[object.ID]bool{}
+		Walk(s, g, func(id object.ID, _ object.Kind) error { reach[id] = true; return nil })
+		for _, id := range log.ids {
+			if !reach[id] {
+				t.Fatalf("case %d: patch stored %s, which the result does not name", i, id.Short())
+			}
+		}
+	}
+}
+
+func TestDiffFindsTheChange(t *testing.T) {
+	s := NewTestStore(t)
+	old := randBytes(1, 4<<20)
+	f := MustWrite(t, s, old)
+	ranges, err := Diff(s, f, bytes.NewReader(old), int64(len(old)), 0)
+	if err != nil || len(ranges) != 0 {
+		t.Fatalf("same content: %v, %v", ranges, err)
+	}
+	edited := bytes.Clone(old)
+	copy(edited[3<<20+5:], "0123456789")
+	ranges, err = Diff(s, f, bytes.NewReader(edited), int64(len(edited)), ChunkMax)
+	if err != nil || len(ranges) != 1 || ranges[0].Len > ChunkMax || ranges[0].Off > 3<<20+5 || ranges[0].End() < 3<<20+15 {
+		t.Fatalf("10 bytes overwritten: %v, %v", ranges, err)
+	}
+	before := s.Stats()
+	g, err := Patch(s, f, bytes.NewReader(edited), int64(len(edited)), ranges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkContent(t, s, g, edited, rand.New(rand.NewPCG(1, 2)))
+	if n := s.Stats().NewBytes - before.NewBytes; n > 4*ChunkMax+20<<10 {
+		t.Errorf("a 10-byte patch stored %d bytes", n)
+	}
+}
+
+func TestDiffGivesUpOnShiftedContent(t *testing.T) {
+	s := NewTestStore(t)
+	old := randBytes(2, 8<<20)
+	f := MustWrite(t, s, old)
+	prepended := append([]byte("0123456789"), old...)
+	_, err := Diff(s, f, bytes.NewReader(prepended), int64(len(prepended)), 1<<20)
+	if !errors.Is(err, ErrTooDifferent) {
+		t.Fatalf("prepend: %v, want ErrTooDifferent", err)
+	}
+}
+
+func TestPatchLongAppend(t *testing.T) {
+	s := NewTestStore(t)
+	old := randBytes(3, 2<<20)
+	f := MustWrite(t, s, old)
+	long := append(bytes.Clone(old), randBytes(4, 2*patchPiece+12345)...)
+	copy(long[100<<10:], "changed")
+	ranges, err := Diff(s, f, bytes.NewReader(long), int64(len(long)), 1<<20)
+	if err != nil || len(ranges) != 2 {
+		t.Fatalf("diff: %v, %v", ranges, err)
+	}
+	g, err := Patch(s, f, bytes.NewReader(long), int64(len(long)), ranges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkContent(t, s, g, long, rand.New(rand.NewPCG(3, 4)))
+}
