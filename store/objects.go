@@ -13,7 +13,7 @@ import (
 // readStmts are the hot read queries, prepared once: preparing a
 // statement costs more than running it.
 type readStmts struct {
-	get, has, depth, branch, blame, layerSeq, many *sql.Stmt
+	get, has, depth, branch, blame, layerSeq, many, run, seq *sql.Stmt
 }
 
 func (s *Store) prepareStmts() error {
@@ -28,6 +28,8 @@ func (s *Store) prepareStmts() error {
 		{&s.stmts.blame, `SELECT data, commit_id FROM blame WHERE path = ? AND content = ? ORDER BY seq DESC LIMIT 1`},
 		{&s.stmts.layerSeq, `SELECT layer, commit_id, created FROM manifest WHERE seq = ?`},
 		{&s.stmts.many, manyQuery},
+		{&s.stmts.run, runQuery},
+		{&s.stmts.seq, `SELECT seq FROM objects WHERE id = ?`},
 	} {
 		var err error
 		if *q.st, err = s.r.Prepare(q.sql); err != nil {
@@ -38,7 +40,7 @@ func (s *Store) prepareStmts() error {
 }
 
 func (r *readStmts) close() {
-	for _, st := range []*sql.Stmt{r.get, r.has, r.depth, r.branch, r.blame, r.layerSeq, r.many} {
+	for _, st := range []*sql.Stmt{r.get, r.has, r.depth, r.branch, r.blame, r.layerSeq, r.many, r.run, r.seq} {
 		if st != nil {
 			st.Close()
 		}

@@ -79,3 +79,44 @@ func putDelta(t *testing.T, s *Store, data []byte, base object.ID) object.ID {
 	}
 	return id
 }
+
+// TestGetManyRuns reads objects stored together, as runQuery does, in
+// any order, with others stored between them and one asked for that is
+// outside the run.
+func TestGetManyRuns(t *testing.T) {
+	s := NewTestStore(t)
+	early := putFlush(t, s, object.KindChunk, []byte("stored long before"))
+	want := map[object.ID][]byte{early: []byte("stored long before")}
+	b := s.NewBatch()
+	var run []object.ID
+	for i := 0; i < 2*GetManyMax; i++ {
+		data := randBytes(int64(1000+i), 20000)
+		id, err := b.Put(object.KindChunk, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 { // every other one is asked for
+			want[id] = data
+			run = append(run, id)
+		}
+	}
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	reversed := make([]object.ID, 0, len(run)+1)
+	for i := len(run) - 1; i >= 0; i-- {
+		reversed = append(reversed, run[i])
+	}
+	for _, ask := range [][]object.ID{run, reversed, append(run[:GetManyMax/2:GetManyMax/2], early)} {
+		n := 0
+		err := s.GetMany(ask, object.KindChunk, func(id object.ID, data []byte, err error) {
+			n++
+			if err != nil || !bytes.Equal(data, want[id]) {
+				t.Errorf("object %s: %v", id.Short(), err)
+			}
+		})
+		if err != nil || n != len(ask) {
+			t.Errorf("%d of %d objects read: %v", n, len(ask), err)
+		}
+	}
+}
