@@ -4,15 +4,17 @@ import (
 	"sync"
 
 	"github.com/layerfs/layerfs/object"
+	"github.com/layerfs/layerfs/store"
 )
 
 // Read-ahead requests are batches of up to prefetchBatch chunks, read in
-// one Store call; prefetchQueue bounds the batches waiting for a worker
-// (about 64 MiB of average chunks). A full queue makes the reader that
-// asks for more wait.
+// one Store call (store.GetManyMax: a Store reads a run of that many
+// chunks in one query); prefetchQueue bounds the batches waiting for a
+// worker (about 64 MiB of average chunks). A full queue makes the reader
+// that asks for more wait.
 const (
-	prefetchBatch = 16
-	prefetchQueue = 256
+	prefetchBatch = store.GetManyMax
+	prefetchQueue = 64
 )
 
 // prefetcher loads objects into a Cache in the background.

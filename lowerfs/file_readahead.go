@@ -18,7 +18,10 @@ type readAhead struct {
 
 // advance records a read of n bytes at off and returns the range whose
 // chunks should be prefetched. Without read-ahead (limit 0) it is the
-// read itself, so its chunks load in parallel.
+// read itself, so its chunks load in parallel. A sequential read tops the
+// window up only once half of it has been read, so that read-ahead asks
+// the Store for long runs of chunks, which it reads in one query each,
+// rather than for a read's worth at a time.
 func (r *readAhead) advance(off, n, limit int64) (from, to int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -32,8 +35,11 @@ func (r *readAhead) advance(off, n, limit int64) (from, to int64) {
 	}
 	r.window = min(max(2*r.window, minReadAhead), limit)
 	r.next = max(r.next, end)
+	if r.fetched >= end+r.window/2 {
+		return end, end // enough is on its way
+	}
 	from, to = max(off, r.fetched), end+r.window
-	r.fetched = max(r.fetched, to)
+	r.fetched = to
 	return from, to
 }
 

@@ -11,6 +11,8 @@ func TestReadAheadWindow(t *testing.T) {
 		{128 << 10, 128 << 10, 128<<10 + minReadAhead, 256<<10 + 512<<10},     // doubles
 		{256 << 10, 128 << 10, 768 << 10, 384<<10 + 1<<20},                    // doubles again
 		{384 << 10, 128 << 10, 384<<10 + 1<<20, 512<<10 + limit},              // capped at the limit
+		{512 << 10, 128 << 10, 640 << 10, 640 << 10},                          // over half the window still queued: nothing
+		{1 << 20, 1 << 20, 512<<10 + limit, 2<<20 + limit},                    // under half: topped up
 		{100 << 20, 4096, 100 << 20, 100<<20 + 4096},                          // a jump: just the read
 		{100<<20 + 4096, 4096, 100<<20 + 4096, 100<<20 + 8192 + minReadAhead}, // sequential again
 	} {
