@@ -246,6 +246,7 @@ func (s *Store) writePack(objs []*pendingObject) (BatchStats, error) {
 	if err := tx.Commit(); err != nil {
 		return BatchStats{}, fmt.Errorf("write pack: %w", err)
 	}
+	s.ckpt.wrote(st.StoredBytes)
 	return st, nil
 }
 

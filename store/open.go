@@ -77,6 +77,7 @@ type Store struct {
 	codec    *codec
 	meta     map[string]string
 	stmts    readStmts
+	ckpt     *checkpointer // nil when read-only
 	trees    cache[*Tree]
 	commits  cache[*Commit]
 	initTree atomic.Value // object.ID of init's tree, once known
@@ -148,6 +149,7 @@ func (s *Store) dsn(writer bool) string {
 	q.Add("_pragma", "mmap_size(1099511627776)")
 	if writer {
 		q.Set("_txlock", "immediate")
+		q.Add("_pragma", "wal_autocheckpoint(0)") // see checkpointer
 	} else {
 		q.Add("_pragma", "query_only(1)")
 	}
@@ -164,6 +166,9 @@ func (s *Store) openDBs() error {
 		s.w.SetConnMaxIdleTime(0)
 		if err := s.w.Ping(); err != nil {
 			return describeOpenError(err)
+		}
+		if err := s.startCheckpointer(); err != nil {
+			return err
 		}
 	}
 	if s.r, err = sql.Open("sqlite", s.dsn(false)); err != nil {
@@ -246,7 +251,9 @@ func (s *Store) Meta(key string) string { return s.meta[key] }
 
 // Close closes the Store. Pending batches must be flushed first.
 func (s *Store) Close() error {
-	var errs []error
+	c := s.ckpt
+	s.ckpt = nil
+	errs := []error{c.stop()}
 	s.stmts.close()
 	if s.r != nil {
 		errs = append(errs, s.r.Close())

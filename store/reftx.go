@@ -49,6 +49,7 @@ func (s *Store) Update(fn func(tx *RefTx) error) error {
 		return fmt.Errorf("commit: %w", err)
 	}
 	rt.countStages()
+	s.ckpt.wrote(rt.storedBytes())
 	return nil
 }
 
@@ -58,6 +59,15 @@ func (t *RefTx) Put(k object.Kind, raw []byte) object.ID {
 	o.enc, o.data = t.s.codec.compress(raw, k != object.KindChunk)
 	t.objs = append(t.objs, o)
 	return o.id
+}
+
+// storedBytes is how many stored bytes the transaction's objects hold.
+func (t *RefTx) storedBytes() int64 {
+	var n int64
+	for _, o := range t.objs {
+		n += int64(len(o.data))
+	}
+	return n
 }
 
 func (t *RefTx) flushObjects() error {

@@ -1,0 +1,117 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"runtime"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Checkpoints — copying the WAL's pages into the database file, which
+// SQLite's own automatic checkpoint does inside the commit that takes the
+// WAL past 1000 pages, and in NORMAL durability with two fsyncs — run
+// off the writers' path. A commit that stores a 32 MiB file spent ~400 ms
+// of its time there, and a small commit now and then paid for the
+// commits before it. The writer connection turns the automatic checkpoint
+// off (wal_autocheckpoint(0)); every write transaction tells the
+// checkpointer how much it wrote, and once that passes checkpointBytes,
+// or checkpointDelay after a smaller write, the checkpointer runs a
+// PASSIVE checkpoint on a connection of its own at background priority:
+// it never waits for readers or writers, and they never wait for it.
+// SQLite's last connection to close checkpoints whatever is left.
+const (
+	checkpointBytes = 4 << 20
+	checkpointDelay = time.Second
+	// writeOverhead is what a write transaction is counted for besides
+	// the objects it stores: index and ref pages.
+	writeOverhead = 16 << 10
+	// checkpointNice is the checkpointer's priority: that of the daemon's
+	// other background work (sessions.backgroundNice).
+	checkpointNice = 10
+)
+
+type checkpointer struct {
+	db   *sql.DB
+	mu   sync.Mutex
+	owed int64 // bytes written since the last checkpoint
+	wake chan struct{}
+	quit chan struct{}
+	done chan struct{}
+}
+
+// startCheckpointer opens the checkpointer's connection and starts it.
+func (s *Store) startCheckpointer() error {
+	db, err := sql.Open("sqlite", s.dsn(true))
+	if err != nil {
+		return err
+	}
+	db.SetMaxOpenConns(1)
+	db.SetConnMaxIdleTime(0)
+	c := &checkpointer{db: db, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	s.ckpt = c
+	go c.run()
+	return nil
+}
+
+// wrote records that a write transaction committed about n bytes.
+func (c *checkpointer) wrote(n int64) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	c.owed += n + writeOverhead
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *checkpointer) run() {
+	defer close(c.done)
+	runtime.LockOSThread() // never unlocked: the thread keeps its priority
+	unix.Setpriority(unix.PRIO_PROCESS, 0, checkpointNice)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-c.wake:
+			if c.due() < checkpointBytes {
+				timer.Reset(checkpointDelay)
+				continue
+			}
+		case <-timer.C:
+		}
+		c.checkpoint()
+	}
+}
+
+func (c *checkpointer) due() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.owed
+}
+
+func (c *checkpointer) checkpoint() {
+	c.mu.Lock()
+	c.owed = 0
+	c.mu.Unlock()
+	// A failure (SQLITE_BUSY from another process's checkpoint) is left
+	// for the next one.
+	c.db.ExecContext(context.Background(), `PRAGMA wal_checkpoint(PASSIVE)`)
+}
+
+// stop ends the checkpointer and closes its connection.
+func (c *checkpointer) stop() error {
+	if c == nil {
+		return nil
+	}
+	close(c.quit)
+	<-c.done
+	return c.db.Close()
+}
