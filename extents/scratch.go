@@ -1,7 +1,6 @@
 package extents
 
 import (
-	"bytes"
 	"fmt"
 	"sync"
 
@@ -41,7 +40,7 @@ func (sc *scratch) put(k object.Kind, data []byte, base object.ID) object.ID {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if _, ok := sc.objs[id]; !ok {
-		sc.objs[id] = scratchObject{kind: k, data: bytes.Clone(data), base: base}
+		sc.objs[id] = scratchObject{kind: k, data: data, base: base}
 	}
 	return id
 }

@@ -3,12 +3,17 @@ package extents
 import "github.com/layerfs/layerfs/object"
 
 // Store is where extents keeps its objects. store.Store implements it.
+// Its methods must be safe for concurrent use: WriteConcurrent stores
+// chunks from several goroutines.
 type Store interface {
 	// PutChunk stores file bytes as a KindChunk object and returns its ID.
 	// base, when not object.Zero, names the chunk this one replaces, a hint
-	// the Store may use to keep data as a delta against it.
+	// the Store may use to keep data as a delta against it. data is the
+	// Store's from then on: extents never modifies or reuses it, so the
+	// Store may keep it without a copy.
 	PutChunk(data []byte, base object.ID) (object.ID, error)
-	// PutNode stores an encoded extent node as a KindExtent object.
+	// PutNode stores an encoded extent node as a KindExtent object; data
+	// is the Store's, as with PutChunk.
 	PutNode(data []byte) (object.ID, error)
 	// Get returns the canonical bytes of object id, which must be of kind k.
 	// The caller must not modify the returned slice.

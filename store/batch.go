@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -64,26 +65,32 @@ func (s *Store) NewBatch() *Batch {
 	return b
 }
 
-// Put stores an object of kind k and returns its ID.
+// Put stores an object of kind k and returns its ID. raw stays the
+// caller's.
 func (b *Batch) Put(k object.Kind, raw []byte) (object.ID, error) {
-	return b.put(k, raw, object.Zero)
+	return b.put(k, raw, object.Zero, false)
 }
 
 // PutChunk stores file bytes; base, when set, is the chunk they replace and
-// may become their delta base.
+// may become their delta base. raw becomes the Batch's (extents.Store's
+// contract).
 func (b *Batch) PutChunk(raw []byte, base object.ID) (object.ID, error) {
-	return b.put(object.KindChunk, raw, base)
+	return b.put(object.KindChunk, raw, base, true)
 }
 
-// PutNode stores an extent node.
+// PutNode stores an extent node; raw becomes the Batch's.
 func (b *Batch) PutNode(raw []byte) (object.ID, error) {
-	return b.put(object.KindExtent, raw, object.Zero)
+	return b.put(object.KindExtent, raw, object.Zero, true)
 }
 
-func (b *Batch) put(k object.Kind, raw []byte, base object.ID) (object.ID, error) {
+// put stores raw, which it may keep when owned, else copies.
+func (b *Batch) put(k object.Kind, raw []byte, base object.ID, owned bool) (object.ID, error) {
 	id := object.Sum(k, raw)
 	if known, err := b.known(id); known || err != nil {
 		return id, err
+	}
+	if !owned {
+		raw = bytes.Clone(raw)
 	}
 	return id, b.enqueue(b.s.encode(id, k, raw, base, b.lookupPending))
 }
@@ -120,9 +127,9 @@ func (b *Batch) known(id object.ID) (bool, error) {
 
 // encode compresses a new object, as a delta against base when base is set,
 // is a chunk, and the delta is smaller. pending finds objects not yet
-// written.
+// written. The object keeps raw.
 func (s *Store) encode(id object.ID, k object.Kind, raw []byte, base object.ID, pending func(object.ID) (*pendingObject, bool)) *pendingObject {
-	o := &pendingObject{id: id, kind: k, raw: append([]byte(nil), raw...)}
+	o := &pendingObject{id: id, kind: k, raw: raw}
 	o.enc, o.data = s.codec.compress(o.raw, k != object.KindChunk)
 	if base.IsZero() || k != object.KindChunk {
 		return o

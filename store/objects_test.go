@@ -249,3 +249,38 @@ func TestRawBytesAreFresh(t *testing.T) {
 		t.Fatal("a later read changed bytes an earlier read returned")
 	}
 }
+
+// TestStageSpillsInBackground: a Stage past stageSpill writes packs while
+// it goes on staging; its objects stay readable, a ref transaction that
+// takes it while a spill is under way still lands every object, and
+// Flush waits for the spills.
+func TestStageSpillsInBackground(t *testing.T) {
+	s := NewTestStore(t)
+	st := s.NewStage()
+	var ids []object.ID
+	for i := 0; i < 3*stageSpill/(16<<10)+5; i++ {
+		data := make([]byte, 16<<10)
+		rand.New(rand.NewSource(int64(i))).Read(data)
+		id, err := st.PutChunk(data, object.Zero)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := st.Get(id, object.KindChunk); err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("chunk %d: read back %d bytes, %v", i, len(got), err)
+		}
+		ids = append(ids, id)
+	}
+	// A ref transaction takes what is staged and what is being spilled.
+	if err := s.Update(func(tx *RefTx) error { tx.Write(st); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	st.Flush()
+	for _, id := range ids {
+		if ok, err := s.Has(id); !ok || err != nil {
+			t.Fatalf("chunk %s not stored: %v", id.Short(), err)
+		}
+	}
+	if n := st.Stats().New; n != len(ids) {
+		t.Errorf("stats count %d new objects, want %d", n, len(ids))
+	}
+}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"sync"
 
 	"github.com/layerfs/layerfs/object"
@@ -12,42 +13,50 @@ import (
 // own (Flush) when there are too many to hold the write lock for. A Stage
 // implements extents.Store, so file edits can build into it.
 type Stage struct {
-	s     *Store
-	mu    sync.Mutex
-	objs  map[object.ID]*pendingObject
-	order []*pendingObject
-	bytes int
-	stats BatchStats
+	s      *Store
+	mu     sync.Mutex
+	objs   map[object.ID]*pendingObject // staged, or being spilled
+	order  []*pendingObject             // staged, not being spilled
+	queued int                          // stored bytes of order
+	bytes  int                          // stored bytes of objs
+	flying map[int][]*pendingObject     // spills under way
+	nextID int
+	stats  BatchStats
+	spills sync.WaitGroup
 }
 
-// stageSpill is how many stored bytes a Stage holds in memory before it
-// writes them as packs of their own: a capture of big files must not hold
-// them all in memory. Objects spilled for a publish that then conflicts
-// stay in the Store, where a retry finds them.
-const stageSpill = 64 << 20
+// stageSpill is how many stored bytes a Stage collects before it writes
+// them as a pack of its own in the background, while it goes on staging:
+// a capture of big files neither holds them all in memory nor leaves all
+// of their writing for after the capture. Objects stay readable through
+// the Stage until written. Objects spilled for a publish that then
+// conflicts stay in the Store, where a retry finds them.
+const stageSpill = packTarget
 
 // NewStage starts an empty Stage.
 func (s *Store) NewStage() *Stage {
-	return &Stage{s: s, objs: map[object.ID]*pendingObject{}}
+	return &Stage{s: s, objs: map[object.ID]*pendingObject{}, flying: map[int][]*pendingObject{}}
 }
 
 // Put stages an object of kind k and returns its ID. An object the Store
-// already holds is not staged again.
+// already holds is not staged again. raw stays the caller's.
 func (st *Stage) Put(k object.Kind, raw []byte) (object.ID, error) {
-	return st.put(k, raw, object.Zero)
+	return st.put(k, raw, object.Zero, false)
 }
 
 // PutChunk stages file bytes; base, when set, may become their delta base.
+// raw becomes the Stage's (extents.Store's contract).
 func (st *Stage) PutChunk(raw []byte, base object.ID) (object.ID, error) {
-	return st.put(object.KindChunk, raw, base)
+	return st.put(object.KindChunk, raw, base, true)
 }
 
-// PutNode stages an extent node.
+// PutNode stages an extent node; raw becomes the Stage's.
 func (st *Stage) PutNode(raw []byte) (object.ID, error) {
-	return st.put(object.KindExtent, raw, object.Zero)
+	return st.put(object.KindExtent, raw, object.Zero, true)
 }
 
-func (st *Stage) put(k object.Kind, raw []byte, base object.ID) (object.ID, error) {
+// put stages raw, which it may keep when owned, else copies.
+func (st *Stage) put(k object.Kind, raw []byte, base object.ID, owned bool) (object.ID, error) {
 	id := object.Sum(k, raw)
 	st.mu.Lock()
 	_, staged := st.objs[id]
@@ -63,19 +72,57 @@ func (st *Stage) put(k object.Kind, raw []byte, base object.ID) (object.ID, erro
 		}
 		return id, err
 	}
+	if !owned {
+		raw = bytes.Clone(raw)
+	}
 	o := st.s.encode(id, k, raw, base, st.lookupPending)
 	st.mu.Lock()
 	if _, dup := st.objs[id]; !dup {
 		st.objs[id] = o
 		st.order = append(st.order, o)
 		st.bytes += len(o.data)
+		st.queued += len(o.data)
 	}
-	spill := st.bytes >= stageSpill
+	var spill []*pendingObject
+	n := st.nextID
+	if st.queued >= stageSpill {
+		spill, st.order, st.queued = st.order, nil, 0
+		st.flying[n] = spill
+		st.nextID++
+		st.spills.Add(1)
+	}
 	st.mu.Unlock()
-	if spill {
-		return id, st.Flush()
+	if spill != nil {
+		go st.spill(n, spill)
 	}
 	return id, nil
+}
+
+// spill writes objs, spill n, as a pack and forgets them. Should that
+// fail, they are staged again, for Flush or a ref transaction to write.
+func (st *Stage) spill(n int, objs []*pendingObject) {
+	defer st.spills.Done()
+	b, err := st.s.writePack(objs)
+	st.count(b)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if _, ok := st.flying[n]; !ok {
+		return // taken meanwhile: a ref transaction writes them too
+	}
+	delete(st.flying, n)
+	if err != nil {
+		st.order = append(objs, st.order...)
+		for _, o := range objs {
+			st.queued += len(o.data)
+		}
+		return
+	}
+	for _, o := range objs {
+		if st.objs[o.id] == o {
+			delete(st.objs, o.id)
+			st.bytes -= len(o.data)
+		}
+	}
 }
 
 func (st *Stage) lookupPending(id object.ID) (*pendingObject, bool) {
@@ -110,12 +157,24 @@ func (st *Stage) Stats() BatchStats {
 	return st.stats
 }
 
-// take empties the Stage and returns what it held, in order.
+// take empties the Stage and returns what it held, in order, spills under
+// way included: it runs inside a ref transaction, which holds the write
+// lock a spill waits for, so it cannot wait for them. An object both
+// write is inserted once; the other insert finds it there.
 func (st *Stage) take() []*pendingObject {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	objs := st.order
-	st.order, st.objs, st.bytes = nil, map[object.ID]*pendingObject{}, 0
+	var objs []*pendingObject
+	for n := range st.nextID {
+		for _, o := range st.flying[n] {
+			// A copy: the spill marks its own as written.
+			objs = append(objs, &pendingObject{id: o.id, kind: o.kind, raw: o.raw, enc: o.enc,
+				data: o.data, base: o.base, depth: o.depth})
+		}
+	}
+	objs = append(objs, st.order...)
+	st.order, st.objs, st.bytes, st.queued = nil, map[object.ID]*pendingObject{}, 0, 0
+	st.flying = map[int][]*pendingObject{}
 	return objs
 }
 
@@ -130,8 +189,10 @@ func (st *Stage) count(b BatchStats) {
 }
 
 // Flush writes the staged objects as packs of their own, each in a short
-// transaction, and empties the Stage.
+// transaction, and empties the Stage. It waits for the spills under way
+// first.
 func (st *Stage) Flush() error {
+	st.spills.Wait()
 	objs := st.take()
 	for len(objs) > 0 {
 		n, size := 0, 0
