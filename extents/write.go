@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"runtime"
+	"sync"
 
 	"github.com/layerfs/layerfs/object"
 )
@@ -64,4 +66,103 @@ func writeLarge(s Store, r io.Reader) (File, error) {
 		return File{}, fmt.Errorf("write file: %w", err)
 	}
 	return File{ID: root, Size: size}, nil
+}
+
+// WriteConcurrent is Write for one large file at a time: it cuts chunks
+// on the calling goroutine while a worker per core hashes, compresses and
+// stores the chunks cut before, so a file's capture takes about as long
+// as cutting it. The result is the File Write makes.
+func WriteConcurrent(s Store, r io.Reader) (File, error) {
+	head, err := io.ReadAll(io.LimitReader(r, SmallFileMax))
+	if err != nil {
+		return File{}, fmt.Errorf("write file: %w", err)
+	}
+	if len(head) < SmallFileMax {
+		return writeSmall(s, head, object.Zero)
+	}
+	w := newChunkWriter(s, runtime.GOMAXPROCS(0))
+	err = cutChunks(io.MultiReader(bytes.NewReader(head), r), func(data []byte, _ bool) error {
+		return w.put(bytes.Clone(data))
+	})
+	leaves, werr := w.wait()
+	if err = errorsFirst(err, werr); err != nil {
+		return File{}, fmt.Errorf("write file: %w", err)
+	}
+	var size int64
+	for _, e := range leaves {
+		size += e.Len
+	}
+	root, err := buildTree(s, 0, leaves)
+	if err != nil {
+		return File{}, fmt.Errorf("write file: %w", err)
+	}
+	return File{ID: root, Size: size}, nil
+}
+
+func errorsFirst(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// chunkWriter stores chunks on worker goroutines and collects their
+// entries in the order they were given.
+type chunkWriter struct {
+	s      Store
+	jobs   chan chunkJob
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	leaves []Entry
+	err    error
+}
+
+type chunkJob struct {
+	i    int
+	data []byte
+}
+
+func newChunkWriter(s Store, workers int) *chunkWriter {
+	w := &chunkWriter{s: s, jobs: make(chan chunkJob, 4*workers)}
+	for range workers {
+		w.wg.Add(1)
+		go w.work()
+	}
+	return w
+}
+
+func (w *chunkWriter) work() {
+	defer w.wg.Done()
+	for j := range w.jobs {
+		id, err := w.s.PutChunk(j.data, object.Zero)
+		w.mu.Lock()
+		w.leaves[j.i].ID = id
+		if err != nil && w.err == nil {
+			w.err = fmt.Errorf("put chunk: %w", err)
+		}
+		w.mu.Unlock()
+	}
+}
+
+// put queues a chunk; it fails once a worker has failed.
+func (w *chunkWriter) put(data []byte) error {
+	w.mu.Lock()
+	err := w.err
+	i := len(w.leaves)
+	w.leaves = append(w.leaves, Entry{Len: int64(len(data))})
+	w.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	w.jobs <- chunkJob{i: i, data: data}
+	return nil
+}
+
+// wait stops the workers and returns the entries.
+func (w *chunkWriter) wait() ([]Entry, error) {
+	close(w.jobs)
+	w.wg.Wait()
+	return w.leaves, w.err
 }

@@ -184,3 +184,27 @@ func TestReaderConcurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteConcurrentMatchesWrite(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, n := range []int{0, 1, SmallFileMax - 1, SmallFileMax, SmallFileMax + 1, 1 << 20, 5<<20 + 17} {
+		data := mixedBytes(rng, n)
+		s := NewTestStore(t)
+		want := MustWrite(t, NewMemStore(), data)
+		got, err := WriteConcurrent(s, bytes.NewReader(data))
+		if err != nil || got != want {
+			t.Fatalf("%d bytes: WriteConcurrent = %s/%d, %v; Write = %s/%d", n, got.ID.Short(), got.Size, err, want.ID.Short(), want.Size)
+		}
+		if err := Check(s, got); err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+	}
+}
+
+func TestWriteConcurrentFails(t *testing.T) {
+	s := NewMemStore()
+	s.FailPutsAfter(10)
+	if _, err := WriteConcurrent(s, bytes.NewReader(randBytes(9, 4<<20))); err == nil {
+		t.Fatal("WriteConcurrent into a failing Store succeeded")
+	}
+}

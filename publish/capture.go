@@ -193,7 +193,7 @@ func (cw *capturer) file(abs, path string, e store.Entry, lower *store.Entry) er
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	content, err := extents.Write(cw.content, f)
+	content, err := extents.WriteConcurrent(cw.content, f)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
