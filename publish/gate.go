@@ -63,6 +63,20 @@ type Result struct {
 	// AuditErr is set when the Commit landed but its line ownership could
 	// not be recorded: its lines read "unknown" in blame.
 	AuditErr error
+
+	audit func() error // deferred (Meta.DeferAudit), until FinishAudit
+}
+
+// FinishAudit runs the audit Publish deferred (Meta.DeferAudit), if any,
+// and records its time in Audit and its failure in AuditErr.
+func (r *Result) FinishAudit() {
+	if r.audit == nil {
+		return
+	}
+	start := time.Now()
+	r.AuditErr = r.audit()
+	r.Audit = time.Since(start)
+	r.audit = nil
 }
 
 // Meta describes the Commit a publish makes.
@@ -78,6 +92,10 @@ type Meta struct {
 	Carry bool
 	// Force lands files that still hold conflict markers.
 	Force bool
+	// DeferAudit leaves the landed Commit's audit (line ownership for
+	// blame) to the caller, who runs Result.FinishAudit — beside other
+	// work, such as a Workspace's remount — before it reports the Commit.
+	DeferAudit bool
 }
 
 // inlineMax is how many staged bytes may ride in the ref transaction; more
@@ -127,9 +145,10 @@ func Publish(s *store.Store, branch string, cs *Changeset, content *store.Stage,
 	if err != nil {
 		return nil, fmt.Errorf("publish to %s: %w", branch, err)
 	}
-	audited := time.Now()
-	res.AuditErr = g.audit(res)
-	res.Audit = time.Since(audited)
+	res.audit = func() error { return g.audit(res) }
+	if !meta.DeferAudit {
+		res.FinishAudit()
+	}
 	return res, nil
 }
 
