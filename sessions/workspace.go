@@ -228,20 +228,38 @@ func (w *workspace) pending() ([]string, error) {
 
 // follow moves the Workspace to commit: a new Lease, a fresh overlay with
 // an empty upperdir at the same paths; the old overlay is detached and its
-// upperdir removed in the background. Callers hold w.mu.
-func (w *workspace) follow(commit object.ID) error {
+// upperdir removed in the background. The Lease (a Store write) overlaps
+// the new directories, and alongside, if not nil, runs on another
+// goroutine while the overlay is switched (a Commit's audit, another Store
+// write, beside mount calls). Callers hold w.mu.
+func (w *workspace) follow(commit object.ID, alongside func()) error {
 	// The overlay's mount looks the new Commit up in the Store's FUSE mount
 	// (a FUSE request and a few queries, about 0.5 ms): start that now, so
 	// it overlaps the lease and the mkdirs.
 	go os.Stat(w.d.dir("lower", commit.String()))
-	if err := w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, commit); err != nil {
-		return err
-	}
+	leased := make(chan error, 1)
+	go func() { leased <- w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, commit) }()
 	oldUpper, oldWork := w.upper(), w.work()
-	w.rec.Lease = commit.String()
-	if err := w.remount(oldUpper, oldWork); err != nil {
+	w.rec.Gen++
+	err := w.makeDirs()
+	if err = errors.Join(err, <-leased); err != nil {
+		w.rec.Gen-- // still on the old overlay and Lease
 		return err
 	}
+	w.rec.Lease = commit.String()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if alongside != nil {
+			alongside()
+		}
+	}()
+	err = w.switchOverlay()
+	<-done
+	if err != nil {
+		return err
+	}
+	removeInBackground(oldUpper, oldWork)
 	w.d.spares.fill(w.rec.Branch) // the head moved: the spare, if of this branch, is stale
 	return nil
 }
@@ -250,11 +268,30 @@ func (w *workspace) follow(commit object.ID) error {
 // paths, and removes the old upper and work directories.
 func (w *workspace) remount(oldUpper, oldWork string) error {
 	w.rec.Gen++
+	if err := w.makeDirs(); err != nil {
+		return err
+	}
+	if err := w.switchOverlay(); err != nil {
+		return err
+	}
+	removeInBackground(oldUpper, oldWork)
+	return nil
+}
+
+// makeDirs makes the current generation's upper and work directories.
+func (w *workspace) makeDirs() error {
 	for _, p := range []string{w.upper(), w.work()} {
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// switchOverlay replaces the overlay at the host path and in the holder's
+// namespace with one of the current lease and directories, and saves the
+// record.
+func (w *workspace) switchOverlay() error {
 	if err := unmount(w.hostPath()); err != nil {
 		return err
 	}
@@ -264,11 +301,7 @@ func (w *workspace) remount(oldUpper, oldWork string) error {
 	if err := w.holder.bindInto(w.hostPath(), w.rec.Path); err != nil {
 		return err
 	}
-	if err := w.rec.save(w.dir()); err != nil {
-		return err
-	}
-	removeInBackground(oldUpper, oldWork)
-	return nil
+	return w.rec.save(w.dir())
 }
 
 // Discard drops a Workspace's uncommitted changes; it keeps its lease.
