@@ -246,7 +246,7 @@ func (s *Store) writePack(objs []*pendingObject) (BatchStats, error) {
 		return BatchStats{}, fmt.Errorf("write pack: %w", err)
 	}
 	defer tx.Rollback()
-	st, err := insertPack(ctx, tx, objs, time.Now().UnixNano())
+	st, err := s.insertPack(ctx, tx, objs, time.Now().UnixNano())
 	if err != nil || st.New == 0 {
 		return st, err // nothing new: the empty pack rolls back
 	}
@@ -259,18 +259,14 @@ func (s *Store) writePack(objs []*pendingObject) (BatchStats, error) {
 
 // insertPack inserts objs as one pack within tx and seals it. Objects
 // another writer stored first are skipped and counted as reused.
-func insertPack(ctx context.Context, tx *sql.Tx, objs []*pendingObject, now int64) (BatchStats, error) {
+func (s *Store) insertPack(ctx context.Context, tx *sql.Tx, objs []*pendingObject, now int64) (BatchStats, error) {
 	var st BatchStats
-	res, err := tx.ExecContext(ctx, `INSERT INTO packs(created) VALUES(?)`, now)
+	res, err := stmt(ctx, tx, s.wstmts.insertPack).ExecContext(ctx, now)
 	if err != nil {
 		return st, fmt.Errorf("write pack: %w", err)
 	}
 	pack, _ := res.LastInsertId()
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO objects(id, kind, size, enc, base, depth, pack, data) VALUES(?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`)
-	if err != nil {
-		return st, fmt.Errorf("write pack: %w", err)
-	}
-	defer ins.Close()
+	ins := stmt(ctx, tx, s.wstmts.insertObject)
 	for _, o := range objs {
 		var base []byte
 		if o.enc == encDelta {
@@ -292,8 +288,7 @@ func insertPack(ctx context.Context, tx *sql.Tx, objs []*pendingObject, now int6
 	if st.New == 0 {
 		return st, nil
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE packs SET sealed = 1, objects = ?, raw_bytes = ?, stored_bytes = ? WHERE id = ?`,
-		st.New, st.RawBytes, st.StoredBytes, pack); err != nil {
+	if _, err := stmt(ctx, tx, s.wstmts.sealPack).ExecContext(ctx, st.New, st.RawBytes, st.StoredBytes, pack); err != nil {
 		return st, fmt.Errorf("seal pack: %w", err)
 	}
 	st.Packs = 1

@@ -78,6 +78,7 @@ type Store struct {
 	meta     map[string]string
 	stmts    readStmts
 	ckpt     *checkpointer // nil when read-only
+	wstmts   writeStmts
 	trees    cache[*Tree]
 	commits  cache[*Commit]
 	initTree atomic.Value // object.ID of init's tree, once known
@@ -209,6 +210,9 @@ func (s *Store) prepare() error {
 	if err := checkFormatMeta(s.meta); err != nil {
 		return err
 	}
+	if err := s.prepareWriteStmts(); err != nil {
+		return err
+	}
 	return s.prepareStmts()
 }
 
@@ -255,6 +259,7 @@ func (s *Store) Close() error {
 	s.ckpt = nil
 	errs := []error{c.stop()}
 	s.stmts.close()
+	s.wstmts.close()
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}

@@ -74,7 +74,7 @@ func (t *RefTx) flushObjects() error {
 	if len(t.objs) == 0 {
 		return nil
 	}
-	st, err := insertPack(t.ctx, t.tx, t.objs, t.now)
+	st, err := t.s.insertPack(t.ctx, t.tx, t.objs, t.now)
 	if err == nil && st.New == 0 {
 		// Every object was already stored: drop the empty, unsealed pack.
 		_, err = t.tx.ExecContext(t.ctx, `DELETE FROM packs WHERE id = (SELECT max(id) FROM packs) AND sealed = 0`)
@@ -85,7 +85,7 @@ func (t *RefTx) flushObjects() error {
 // Head returns a branch's head commit.
 func (t *RefTx) Head(branch string) (object.ID, error) {
 	var head []byte
-	err := t.tx.QueryRowContext(t.ctx, `SELECT head FROM branches WHERE name = ?`, branch).Scan(&head)
+	err := stmt(t.ctx, t.tx, t.s.wstmts.head).QueryRowContext(t.ctx, branch).Scan(&head)
 	if errors.Is(err, sql.ErrNoRows) {
 		return object.Zero, fmt.Errorf("branch %q: %w", branch, ErrNotFound)
 	}
@@ -118,8 +118,7 @@ func (t *RefTx) CreateBranch(name string, head object.ID, start string) error {
 // SetHead moves a branch from old to head. It fails with ErrStale when the
 // branch no longer points at old. Moving main appends a Layer.
 func (t *RefTx) SetHead(branch string, old, head object.ID) error {
-	res, err := t.tx.ExecContext(t.ctx, `UPDATE branches SET head = ?, updated = ? WHERE name = ? AND head = ?`,
-		head[:], t.now, branch, old[:])
+	res, err := stmt(t.ctx, t.tx, t.s.wstmts.setHead).ExecContext(t.ctx, head[:], t.now, branch, old[:])
 	if err != nil {
 		return fmt.Errorf("move branch %q: %w", branch, err)
 	}
