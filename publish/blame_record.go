@@ -3,6 +3,8 @@ package publish
 import (
 	"errors"
 
+	"github.com/layerfs/layerfs/extents"
+
 	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/store"
 )
@@ -10,7 +12,8 @@ import (
 // blamer records line ownership for the files a landed Commit wrote.
 type blamer struct {
 	s      *store.Store
-	parent object.ID // the tree the changes landed on
+	get    extents.Getter // the new content: staged, or stored
+	parent object.ID      // the tree the changes landed on
 	commit object.ID
 	origin string
 	carry  bool // a branch merge: content keeps the owners it has
@@ -19,6 +22,15 @@ type blamer struct {
 
 // record appends one ownership row per file the Commit wrote.
 func (b *blamer) record(cs *Changeset) error {
+	rows, err := b.rowsFor(cs)
+	if err != nil {
+		return err
+	}
+	return b.s.AppendBlame(rows)
+}
+
+// rowsFor works out one ownership row per file the Commit wrote.
+func (b *blamer) rowsFor(cs *Changeset) ([]store.BlameRow, error) {
 	var rows []store.BlameRow
 	for i := range cs.Changes {
 		c := &cs.Changes[i]
@@ -28,7 +40,7 @@ func (b *blamer) record(cs *Changeset) error {
 		if mi, ok := b.merges[c.Path]; ok {
 			row, err := b.mergedRow(c.Path, mi)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			rows = append(rows, row)
 			continue
@@ -38,11 +50,11 @@ func (b *blamer) record(cs *Changeset) error {
 		}
 		r, err := b.rows(c)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rows = append(rows, r...)
 	}
-	return b.s.AppendBlame(rows)
+	return rows, nil
 }
 
 // rows attributes one changed path: a file, or every file of a directory
@@ -72,7 +84,7 @@ func oldPath(c *Change) string {
 // in the parent tree): kept lines keep their owners, new ones are ours.
 func (b *blamer) file(path, from string, e *store.Entry) (store.BlameRow, error) {
 	row := store.BlameRow{Path: path, Content: e.ID, Commit: b.commit}
-	nv, err := loadVersion(b.s, e)
+	nv, err := loadVersion(b.get, e)
 	if err != nil {
 		return row, err
 	}

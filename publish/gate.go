@@ -134,6 +134,9 @@ func Publish(s *store.Store, branch string, cs *Changeset, content *store.Stage,
 			return nil, err
 		}
 	}
+	if !meta.DeferAudit {
+		g.blame(res) // lands with the Commit
+	}
 	res.Prepare = time.Since(start)
 	locked := time.Now()
 	err = s.Update(func(tx *store.RefTx) error { return g.land(tx, res) })
@@ -145,9 +148,15 @@ func Publish(s *store.Store, branch string, cs *Changeset, content *store.Stage,
 	if err != nil {
 		return nil, fmt.Errorf("publish to %s: %w", branch, err)
 	}
-	res.audit = func() error { return g.audit(res) }
-	if !meta.DeferAudit {
-		res.FinishAudit()
+	g.cacheCommit(res)
+	if g.rows == nil || g.rows.err != nil {
+		// Head moved before the lock, ownership could not be worked out
+		// before it, or the caller defers it: it is recorded against the
+		// head the Commit landed on, in a transaction of its own.
+		res.audit = func() error { return g.audit(res) }
+		if !meta.DeferAudit {
+			res.FinishAudit()
+		}
 	}
 	return res, nil
 }
@@ -161,6 +170,18 @@ type gate struct {
 	content *store.Stage // the caller's new file content
 	trees   *store.Stage // merged content, new trees and the commit: rebuilt if head moves
 	merges  map[string]*mergeInfo
+	commit  *store.Commit // the commit trees holds
+	// rows is the line ownership computed before the lock against the
+	// prepared head, landed with the Commit; nil when it must be
+	// recorded afterwards.
+	rows *blameRows
+}
+
+// blameRows is line ownership ready to land, or why it could not be
+// computed.
+type blameRows struct {
+	rows []store.BlameRow
+	err  error
 }
 
 // prepare checks cs against head, merges what both sides changed, and
@@ -221,6 +242,7 @@ func (g *gate) build(res *Result, head, base object.ID, changes []Change) (*Resu
 	if res.Commit, err = g.trees.Put(object.KindCommit, c.Encode()); err != nil {
 		return nil, err
 	}
+	g.commit = c
 	res.Status = Committed
 	return res, nil
 }
@@ -234,6 +256,7 @@ func (g *gate) land(tx *store.RefTx, res *Result) error {
 		return err
 	}
 	if cur != res.Head {
+		g.rows = nil // computed against a head that is gone
 		redo, err := g.prepare(cur)
 		if err != nil {
 			return err
@@ -250,7 +273,36 @@ func (g *gate) land(tx *store.RefTx, res *Result) error {
 			return err
 		}
 	}
-	return tx.SetHead(g.branch, res.Head, res.Commit)
+	if err := tx.SetHead(g.branch, res.Head, res.Commit); err != nil {
+		return err
+	}
+	if g.rows != nil && g.rows.err == nil {
+		res.AuditErr = tx.AppendBlame(g.rows.rows)
+	}
+	return nil
+}
+
+// blame computes line ownership for the prepared Commit before the lock,
+// reading the new content from the stages, so it lands with the Commit.
+func (g *gate) blame(res *Result) {
+	start := time.Now()
+	defer func() { res.Audit = time.Since(start) }()
+	parent, err := g.s.Commit(res.Head)
+	if err != nil {
+		return // recorded after landing, the slow way
+	}
+	b := &blamer{s: g.s, get: stages{g.content, g.trees}, parent: parent.Tree, commit: res.Commit,
+		origin: g.meta.Origin, carry: g.meta.Carry, merges: g.merges}
+	rows, err := b.rowsFor(g.cs)
+	g.rows = &blameRows{rows: rows, err: err}
+}
+
+// cacheCommit remembers the landed commit: the next call reads it as its
+// base.
+func (g *gate) cacheCommit(res *Result) {
+	if g.commit != nil {
+		g.s.CacheCommit(res.Commit, g.commit)
+	}
 }
 
 // audit records line ownership for a landed Commit; a failure leaves the
@@ -260,7 +312,7 @@ func (g *gate) audit(res *Result) error {
 	if err != nil {
 		return err
 	}
-	b := &blamer{s: g.s, parent: parent.Tree, commit: res.Commit, origin: g.meta.Origin,
+	b := &blamer{s: g.s, get: g.s, parent: parent.Tree, commit: res.Commit, origin: g.meta.Origin,
 		carry: g.meta.Carry, merges: g.merges}
 	return b.record(g.cs)
 }
@@ -296,4 +348,17 @@ func metaOnly(c *Change) bool {
 func addStats(a, b store.BatchStats) store.BatchStats {
 	return store.BatchStats{New: a.New + b.New, Reused: a.Reused + b.Reused, RawBytes: a.RawBytes + b.RawBytes,
 		StoredBytes: a.StoredBytes + b.StoredBytes, Packs: a.Packs + b.Packs}
+}
+
+// stages reads objects from the first Stage that holds them, or else from
+// the Store.
+type stages []*store.Stage
+
+func (ss stages) Get(id object.ID, k object.Kind) ([]byte, error) {
+	for _, st := range ss {
+		if data, ok, err := st.Staged(id, k); ok {
+			return data, err
+		}
+	}
+	return ss[0].Get(id, k)
 }

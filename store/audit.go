@@ -113,16 +113,42 @@ func (s *Store) AppendBlame(rows []BlameRow) error {
 	if s.failAudit.Load() {
 		return errAuditInjected
 	}
-	return s.Update(func(tx *RefTx) error {
-		for _, r := range rows {
-			_, err := tx.tx.ExecContext(tx.ctx, `INSERT INTO blame(path, content, commit_id, data) VALUES(?, ?, ?, ?)`,
-				r.Path, r.Content[:], r.Commit[:], r.Own.encode())
-			if err != nil {
-				return fmt.Errorf("append blame %s: %w", r.Path, err)
-			}
-		}
+	return s.Update(func(tx *RefTx) error { return tx.insertBlame(rows) })
+}
+
+// AppendBlame records line ownership within the transaction that lands the
+// Commit, after its objects and refs: one transaction instead of two. A
+// failure rolls back only the ownership rows (a savepoint), so the Commit
+// still lands and its lines read unknown.
+func (t *RefTx) AppendBlame(rows []BlameRow) error {
+	if len(rows) == 0 {
 		return nil
-	})
+	}
+	if t.s.failAudit.Load() {
+		return errAuditInjected
+	}
+	if _, err := t.tx.ExecContext(t.ctx, `SAVEPOINT blame`); err != nil {
+		return fmt.Errorf("append blame: %w", err)
+	}
+	if err := t.insertBlame(rows); err != nil {
+		if _, rerr := t.tx.ExecContext(t.ctx, `ROLLBACK TO blame`); rerr != nil {
+			return fmt.Errorf("%w; roll back: %v", err, rerr)
+		}
+		t.tx.ExecContext(t.ctx, `RELEASE blame`)
+		return err
+	}
+	_, err := t.tx.ExecContext(t.ctx, `RELEASE blame`)
+	return err
+}
+
+func (t *RefTx) insertBlame(rows []BlameRow) error {
+	ins := stmt(t.ctx, t.tx, t.s.wstmts.insertBlame)
+	for _, r := range rows {
+		if _, err := ins.ExecContext(t.ctx, r.Path, r.Content[:], r.Commit[:], r.Own.encode()); err != nil {
+			return fmt.Errorf("append blame %s: %w", r.Path, err)
+		}
+	}
+	return nil
 }
 
 // Blame returns the most recently recorded ownership of content at path.

@@ -64,13 +64,17 @@ func (st *Stage) put(k object.Kind, raw []byte, base object.ID, owned bool) (obj
 	if staged {
 		return id, nil
 	}
-	if ok, err := st.s.Has(id); err != nil || ok {
-		if ok {
-			st.mu.Lock()
-			st.stats.Reused++
-			st.mu.Unlock()
+	// A new tree or commit is almost never stored already: skip the
+	// query; writing it again is a no-op (ON CONFLICT DO NOTHING).
+	if k != object.KindTree && k != object.KindCommit {
+		if ok, err := st.s.Has(id); err != nil || ok {
+			if ok {
+				st.mu.Lock()
+				st.stats.Reused++
+				st.mu.Unlock()
+			}
+			return id, err
 		}
-		return id, err
 	}
 	if !owned {
 		raw = bytes.Clone(raw)
@@ -141,6 +145,18 @@ func (st *Stage) Get(id object.ID, k object.Kind) ([]byte, error) {
 		return o.raw, nil
 	}
 	return st.s.Get(id, k)
+}
+
+// Staged returns an object's bytes if the Stage holds it.
+func (st *Stage) Staged(id object.ID, k object.Kind) ([]byte, bool, error) {
+	o, ok := st.lookupPending(id)
+	if !ok {
+		return nil, false, nil
+	}
+	if o.kind != k {
+		return nil, true, wrongKind(id, o.kind, k)
+	}
+	return o.raw, true, nil
 }
 
 // Bytes is how many stored bytes the Stage holds.
