@@ -57,9 +57,14 @@ func (g *getter) Get(id object.ID, k object.Kind) ([]byte, error) {
 // again and reports them with its path.
 func (g *getter) loadClaimed(ids []object.ID, loads map[object.ID]*cacheLoad, k object.Kind) int {
 	n := 0
+	var index []store.TreeNode // large directories' roots: assembled after the batch read
 	publish := func(id object.ID, data []byte, err error) {
 		l, ok := loads[id]
 		if !ok {
+			return
+		}
+		if err == nil && k == object.KindTree && store.IsTreeIndex(data) {
+			index = append(index, store.TreeNode{ID: id, Data: data})
 			return
 		}
 		delete(loads, id)
@@ -84,6 +89,15 @@ func (g *getter) loadClaimed(ids []object.ID, loads map[object.ID]*cacheLoad, k 
 			publish(id, data, err)
 		}
 	}
+	for _, ix := range index {
+		if t, err := g.loadTree(ix.Data); err != nil {
+			g.c.publish(ix.ID, loads[ix.ID], nil, 0, &ObjectError{Kind: k, ID: ix.ID, Err: err})
+		} else {
+			g.c.publish(ix.ID, loads[ix.ID], t, treeCost(t), nil)
+			n++
+		}
+		delete(loads, ix.ID)
+	}
 	for id := range loads { // never reported: the call failed as a whole
 		publish(id, nil, fmt.Errorf("batch read: %w", err))
 	}
@@ -107,10 +121,14 @@ func decode(k object.Kind, data []byte) (any, int64, error) {
 func (g *getter) tree(id object.ID) (*store.Tree, error) {
 	v, err := g.c.get(id, func() (any, int64, error) {
 		data, err := g.s.Get(id, object.KindTree)
+		var t *store.Tree
+		if err == nil {
+			t, err = g.loadTree(data)
+		}
 		var val any
 		var cost int64
 		if err == nil {
-			val, cost, err = decode(object.KindTree, data)
+			val, cost = t, treeCost(t)
 		}
 		if err != nil {
 			return nil, 0, &ObjectError{Kind: object.KindTree, ID: id, Err: err}
@@ -121,6 +139,26 @@ func (g *getter) tree(id object.ID) (*store.Tree, error) {
 		return nil, err
 	}
 	return v.(*store.Tree), nil
+}
+
+// loadTree decodes a directory from its root node, reading the nodes
+// below a large one's root (in one query when the Store can batch).
+func (g *getter) loadTree(data []byte) (*store.Tree, error) {
+	fetch := func(ids []object.ID) ([][]byte, error) {
+		out := make([][]byte, len(ids))
+		for i, id := range ids {
+			var err error
+			if out[i], err = g.s.Get(id, object.KindTree); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	if bs, ok := g.s.(BatchStore); ok {
+		fetch = store.ManyFetcher(bs.GetMany)
+	}
+	t, _, err := store.LoadTree(data, fetch)
+	return t, err
 }
 
 // treeCost approximates the memory a decoded tree holds.

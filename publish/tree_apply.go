@@ -3,6 +3,7 @@ package publish
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/layerfs/layerfs/object"
@@ -36,10 +37,10 @@ func (a *applier) apply(root object.ID, n *changeNode) (object.ID, error) {
 // dir applies n's children to the tree id (zero: an empty directory) and
 // returns the new tree's ID and whether its list of names changed.
 func (a *applier) dir(id object.ID, n *changeNode, path string, self store.Entry) (object.ID, bool, error) {
-	t := &store.Tree{}
+	t, old := &store.Tree{}, &store.Tree{}
 	if !id.IsZero() {
-		old, err := a.s.Tree(id)
-		if err != nil {
+		var err error
+		if old, err = a.s.Tree(id); err != nil {
 			return object.Zero, false, fmt.Errorf("%s: %w", displayPath(path), err)
 		}
 		t = old.Clone()
@@ -55,7 +56,7 @@ func (a *applier) dir(id object.ID, n *changeNode, path string, self store.Entry
 	}
 	t.Entries = append(t.Entries, added...)
 	t.Sort()
-	newID, err := a.putTree(t, id)
+	newID, err := a.putTree(t, id, old)
 	return newID, renamed, err
 }
 
@@ -123,19 +124,14 @@ func (a *applier) target(cur *store.Entry, exists bool, n *changeNode, path stri
 	return *cur, cur.ID, nil
 }
 
-func (a *applier) putTree(t *store.Tree, old object.ID) (object.ID, error) {
-	data, err := t.Encode()
-	if err != nil {
-		return object.Zero, err
-	}
-	if id := object.Sum(object.KindTree, data); id == old {
+// putTree stages t, the new version of the tree old (ID id). A tree whose
+// entries did not change keeps its ID, even one stored before large
+// directories were cut into nodes.
+func (a *applier) putTree(t *store.Tree, id object.ID, old *store.Tree) (object.ID, error) {
+	if !id.IsZero() && slices.Equal(t.Entries, old.Entries) {
 		return id, nil
 	}
-	id, err := a.stage.Put(object.KindTree, data)
-	if err == nil {
-		a.s.CacheTree(id, t) // the next publish reads it back
-	}
-	return id, err
+	return a.stage.PutTree(t, id)
 }
 
 func removeEntry(t *store.Tree, name string) {

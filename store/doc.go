@@ -25,6 +25,13 @@
 // (init, a large commit) go through a Batch that flushes a pack every few
 // megabytes, so no transaction holds the write lock for long.
 //
+// A directory is a tree object; a large one (over 64 entries) is cut into
+// nodes by its names, prolly-tree style: leaves of ~32 entries under index
+// nodes, so a commit that changes one entry rewrites one small leaf and
+// the index above it, not the whole directory. Reading a tree assembles its
+// nodes (Store.Tree, LoadTree); trees written before the cut existed are
+// single leaves, which every reader reads as they are.
+//
 // The schema carries a format version. A Store written by a newer format is
 // refused with ErrNewerFormat, never misread; an older one is migrated.
 package store

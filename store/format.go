@@ -17,12 +17,15 @@ func chunkerSpec() string {
 
 // formatMeta is what a new Store records about its format.
 func formatMeta() map[string]string {
-	return map[string]string{"chunker": chunkerSpec()}
+	return map[string]string{"chunker": chunkerSpec(), "trees": treeSpec()}
 }
 
 func checkFormatMeta(meta map[string]string) error {
 	if got, want := meta["chunker"], chunkerSpec(); got != want {
 		return fmt.Errorf("%w: the Store cuts files as %q, this layerfs as %q", ErrUnsupported, got, want)
+	}
+	if got, want := meta["trees"], treeSpec(); got != want {
+		return fmt.Errorf("%w: the Store cuts directories as %q, this layerfs as %q", ErrUnsupported, got, want)
 	}
 	return nil
 }

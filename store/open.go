@@ -70,18 +70,21 @@ type Options struct {
 
 // Store is an open Store file. It is safe for concurrent use.
 type Store struct {
-	path     string
-	opts     Options
-	w        *sql.DB // the one writer connection: BEGIN IMMEDIATE transactions
-	r        *sql.DB // readers: never wait for the writer (WAL)
-	codec    *codec
-	meta     map[string]string
-	stmts    readStmts
-	ckpt     *checkpointer // nil when read-only
-	wstmts   writeStmts
-	trees    cache[*Tree]
-	commits  cache[*Commit]
-	initTree atomic.Value // object.ID of init's tree, once known
+	path   string
+	opts   Options
+	w      *sql.DB // the one writer connection: BEGIN IMMEDIATE transactions
+	r      *sql.DB // readers: never wait for the writer (WAL)
+	codec  *codec
+	meta   map[string]string
+	stmts  readStmts
+	ckpt   *checkpointer // nil when read-only
+	wstmts writeStmts
+	trees  cache[*Tree]
+	// treeLayouts says how large directories are cut, so a new version
+	// encodes and stages only the nodes it does not share.
+	treeLayouts cache[*treeLayout]
+	commits     cache[*Commit]
+	initTree    atomic.Value // object.ID of init's tree, once known
 	// failAudit makes AppendBlame fail: a failure point for tests.
 	failAudit atomic.Bool
 }
@@ -107,7 +110,7 @@ func open(path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{path: path, opts: opts}
-	s.trees.max, s.commits.max = treeCacheMax, commitCacheMax
+	s.trees.max, s.commits.max, s.treeLayouts.max = treeCacheMax, commitCacheMax, treeCacheMax
 	var err error
 	if s.codec, err = newCodec(); err != nil {
 		return nil, err

@@ -9,7 +9,7 @@ import (
 
 // FormatVersion is the Store's on-disk format, kept in PRAGMA user_version
 // and in meta. Bump it with every schema change and add a migration.
-const FormatVersion = 4
+const FormatVersion = 5
 
 // schemaV1 creates a fresh Store. Objects and packs are append-only: the
 // triggers make SQLite itself refuse to rewrite history.
@@ -113,6 +113,10 @@ CREATE TABLE lww (
 );
 ALTER TABLE manifest ADD COLUMN squashed_into INTEGER;
 `,
+	// 5: large directories are cut into nodes (tree_nodes.go). Trees
+	// written before stay as they are — one leaf each, which every reader
+	// of format 5 reads — so nothing is rewritten; the cut is recorded.
+	4: `INSERT OR REPLACE INTO meta(key, value) VALUES('trees', '` + treeSpec() + `');`,
 }
 
 // prepareSchema creates the schema in an empty file, migrates an older one,

@@ -143,6 +143,9 @@ func (en *Entry) encode(e *object.Encoder) {
 
 // DecodeTree parses a tree's canonical bytes, strictly.
 func DecodeTree(b []byte) (*Tree, error) {
+	if IsTreeIndex(b) {
+		return nil, fmt.Errorf("tree: an index node, not a leaf (see LoadTree): %w", ErrCorrupt)
+	}
 	d := object.Decoder{B: b}
 	n := d.Uvarint()
 	if n > uint64(len(b)) {
@@ -180,17 +183,69 @@ func decodeEntry(d *object.Decoder, en *Entry) {
 	}
 }
 
-// PutTree stores a tree and returns its ID.
+// PutTree stores a tree, cut into its nodes, and returns its ID.
 func (b *Batch) PutTree(t *Tree) (object.ID, error) {
-	data, err := t.Encode()
+	nodes, err := t.Nodes()
 	if err != nil {
 		return object.Zero, err
 	}
-	return b.Put(object.KindTree, data)
+	for _, n := range nodes {
+		if _, err := b.Put(object.KindTree, n.Data); err != nil {
+			return object.Zero, err
+		}
+	}
+	return nodes[len(nodes)-1].ID, nil
 }
 
-// Tree reads and decodes a tree. Trees are cached and shared: the caller
-// must not modify the result (Clone it first).
+// PutTree stages a tree and returns its ID. old is the version it
+// replaces (zero: none): the nodes the two share are not staged again.
+// The tree is cached, so reading it back costs nothing; t must not be
+// modified afterwards.
+func (st *Stage) PutTree(t *Tree, old object.ID) (object.ID, error) {
+	var was *treeLayout
+	var reuse func([]Entry) (object.ID, bool)
+	if !old.IsZero() && len(t.Entries) > treeSplit { // else one leaf: nothing to share
+		was = st.s.treeLayout(old)
+		oldTree, _ := st.s.trees.get(old)
+		reuse = was.reuser(oldTree)
+	}
+	nodes, leaves, err := t.nodes(reuse)
+	if err != nil {
+		return object.Zero, err
+	}
+	root := nodes[len(nodes)-1].ID
+	if root == old {
+		return root, nil
+	}
+	shared := map[object.ID]bool{}
+	if was != nil {
+		for _, id := range was.nodes {
+			shared[id] = true
+		}
+	}
+	var below []object.ID
+	for _, n := range nodes {
+		if n.ID != root {
+			below = append(below, n.ID)
+		}
+		if n.Data == nil || shared[n.ID] {
+			continue
+		}
+		if _, err := st.Put(object.KindTree, n.Data); err != nil {
+			return object.Zero, err
+		}
+	}
+	st.s.trees.add(root, t)
+	if leaves == nil {
+		st.s.treeLayouts.add(root, nil)
+	} else {
+		st.s.treeLayouts.add(root, &treeLayout{nodes: below, leaves: leaves})
+	}
+	return root, nil
+}
+
+// Tree reads and decodes a tree, fetching all its nodes. Trees are cached
+// and shared: the caller must not modify the result (Clone it first).
 func (s *Store) Tree(id object.ID) (*Tree, error) {
 	if t, ok := s.trees.get(id); ok {
 		return t, nil
@@ -199,12 +254,51 @@ func (s *Store) Tree(id object.ID) (*Tree, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := DecodeTree(data)
+	t, layout, err := loadTree(data, s.fetchTreeNodes)
 	if err != nil {
 		return nil, fmt.Errorf("tree %s: %w", id.Short(), err)
 	}
 	s.trees.add(id, t)
+	s.treeLayouts.add(id, layout) // nil for a leaf
 	return t, nil
+}
+
+// fetchTreeNodes reads tree nodes a few queries at a time (GetMany).
+func (s *Store) fetchTreeNodes(ids []object.ID) ([][]byte, error) {
+	return ManyFetcher(s.GetMany)(ids)
+}
+
+// ManyFetcher makes a TreeFetcher of a reader that reads several objects
+// per call, as Store.GetMany does.
+func ManyFetcher(getMany func(ids []object.ID, k object.Kind, fn func(object.ID, []byte, error)) error) TreeFetcher {
+	return func(ids []object.ID) ([][]byte, error) {
+		at := make(map[object.ID]int, len(ids))
+		for i, id := range ids {
+			at[id] = i
+		}
+		out := make([][]byte, len(ids))
+		var first error
+		err := getMany(ids, object.KindTree, func(id object.ID, data []byte, err error) {
+			if err != nil && first == nil {
+				first = err
+			}
+			if i, ok := at[id]; ok {
+				out[i] = data
+			}
+		})
+		if err == nil {
+			err = first
+		}
+		if err != nil {
+			return nil, err
+		}
+		for i := range out { // an id asked twice is answered once
+			if out[i] == nil {
+				out[i] = out[at[ids[i]]]
+			}
+		}
+		return out, nil
+	}
 }
 
 // Clone returns a copy of t that may be modified.
