@@ -130,7 +130,7 @@ func (b *Batch) known(id object.ID) (bool, error) {
 // written. The object keeps raw.
 func (s *Store) encode(id object.ID, k object.Kind, raw []byte, base object.ID, pending func(object.ID) (*pendingObject, bool)) *pendingObject {
 	o := &pendingObject{id: id, kind: k, raw: raw}
-	o.enc, o.data = s.codec.compress(o.raw, k != object.KindChunk)
+	o.enc, o.data = s.codec.compress(o.raw, k)
 	if base.IsZero() || k != object.KindChunk {
 		return o
 	}

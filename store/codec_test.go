@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/layerfs/layerfs/object"
 )
 
 func TestLooksRandom(t *testing.T) {
@@ -53,10 +55,10 @@ func TestLooksRandom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if enc, data := c.compress(random, false); enc != encRaw || !bytes.Equal(data, random) {
+	if enc, data := c.compress(random, object.KindChunk); enc != encRaw || !bytes.Equal(data, random) {
 		t.Errorf("random chunk: encoding %d, want raw", enc)
 	}
-	if enc, _ := c.compress(text[:16<<10], false); enc != encZstd {
+	if enc, _ := c.compress(text[:16<<10], object.KindChunk); enc != encZstd {
 		t.Errorf("text chunk: encoding %d, want zstd", enc)
 	}
 }

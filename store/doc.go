@@ -14,7 +14,8 @@
 //
 // Each object is its own row, compressed on its own with zstd (or stored raw
 // when zstd does not help, or as a zstd delta against the previous version
-// of the same chunk when that is smaller), so reading one chunk reads and
+// of the same chunk when that is smaller; trees, commits and layers, mostly
+// 32-byte IDs, are always raw), so reading one chunk reads and
 // decompresses about that chunk, never a pack. Every read is verified: the
 // bytes must hash to the ID that named them, or the read fails with
 // ErrCorrupt.

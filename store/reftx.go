@@ -56,7 +56,7 @@ func (s *Store) Update(fn func(tx *RefTx) error) error {
 // Put stores a small object within the transaction.
 func (t *RefTx) Put(k object.Kind, raw []byte) object.ID {
 	o := &pendingObject{id: object.Sum(k, raw), kind: k, raw: raw}
-	o.enc, o.data = t.s.codec.compress(raw, k != object.KindChunk)
+	o.enc, o.data = t.s.codec.compress(raw, k)
 	t.objs = append(t.objs, o)
 	return o.id
 }

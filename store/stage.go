@@ -64,9 +64,7 @@ func (st *Stage) put(k object.Kind, raw []byte, base object.ID, owned bool) (obj
 	if staged {
 		return id, nil
 	}
-	// A new tree or commit is almost never stored already: skip the
-	// query; writing it again is a no-op (ON CONFLICT DO NOTHING).
-	if k != object.KindTree && k != object.KindCommit {
+	if !st.skipHas(k, raw, base) {
 		if ok, err := st.s.Has(id); err != nil || ok {
 			if ok {
 				st.mu.Lock()
@@ -127,6 +125,24 @@ func (st *Stage) spill(n int, objs []*pendingObject) {
 			st.bytes -= len(o.data)
 		}
 	}
+}
+
+// askMax: a Stage does not ask the Store whether a chunk this small (with
+// no delta base) is stored; compressing it again costs less than the
+// query, and inserting it again is a no-op (ON CONFLICT DO NOTHING).
+const askMax = 4 << 10
+
+// skipHas reports whether put may stage an object without asking whether
+// the Store holds it: a new tree or commit almost never is stored already,
+// and a small chunk is cheaper to compress than to look up.
+func (st *Stage) skipHas(k object.Kind, raw []byte, base object.ID) bool {
+	switch k {
+	case object.KindTree, object.KindCommit:
+		return true
+	case object.KindChunk:
+		return len(raw) <= askMax && base.IsZero()
+	}
+	return false
 }
 
 func (st *Stage) lookupPending(id object.ID) (*pendingObject, bool) {
