@@ -9,8 +9,9 @@ import (
 // Bounds on the decoded objects kept in memory. Objects are immutable, so
 // a cached one never goes stale; the bounds only keep memory in check.
 const (
-	treeCacheMax   = 16384
-	commitCacheMax = 4096
+	treeCacheMax     = 16384
+	treeNodeCacheMax = 8192 // ~2 KB each
+	commitCacheMax   = 4096
 )
 
 // cache keeps decoded objects by ID. What it hands out is shared: callers

@@ -83,6 +83,7 @@ type Store struct {
 	// treeLayouts says how large directories are cut, so a new version
 	// encodes and stages only the nodes it does not share.
 	treeLayouts cache[*treeLayout]
+	treeNodes   cache[[]byte] // the nodes below large directories' roots
 	commits     cache[*Commit]
 	initTree    atomic.Value // object.ID of init's tree, once known
 	// failAudit makes AppendBlame fail: a failure point for tests.
@@ -110,7 +111,7 @@ func open(path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{path: path, opts: opts}
-	s.trees.max, s.commits.max, s.treeLayouts.max = treeCacheMax, commitCacheMax, treeCacheMax
+	s.trees.max, s.commits.max, s.treeLayouts.max, s.treeNodes.max = treeCacheMax, commitCacheMax, treeCacheMax, treeNodeCacheMax
 	var err error
 	if s.codec, err = newCodec(); err != nil {
 		return nil, err

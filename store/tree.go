@@ -263,9 +263,34 @@ func (s *Store) Tree(id object.ID) (*Tree, error) {
 	return t, nil
 }
 
-// fetchTreeNodes reads tree nodes a few queries at a time (GetMany).
+// fetchTreeNodes reads tree nodes: from the node cache, the rest a few
+// queries at a time (GetMany). A new version of a large directory shares
+// all but a leaf or two with the last, so assembling it reads about that.
 func (s *Store) fetchTreeNodes(ids []object.ID) ([][]byte, error) {
-	return ManyFetcher(s.GetMany)(ids)
+	out := make([][]byte, len(ids))
+	var missing []object.ID
+	for i, id := range ids {
+		if data, ok := s.treeNodes.get(id); ok {
+			out[i] = data
+		} else {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	got, err := ManyFetcher(s.GetMany)(missing)
+	if err != nil {
+		return nil, err
+	}
+	for i, j := 0, 0; i < len(out); i++ {
+		if out[i] == nil {
+			out[i] = got[j]
+			s.treeNodes.add(missing[j], got[j])
+			j++
+		}
+	}
+	return out, nil
 }
 
 // ManyFetcher makes a TreeFetcher of a reader that reads several objects
