@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -163,5 +164,52 @@ func TestDiffCostFollowsTheChange(t *testing.T) {
 	d, err := st.Diff("main~1", "main")
 	if err != nil || len(d) != 1 || d[0].Path != "wide/d150/f.txt" || d[0].Kind != publish.Modified {
 		t.Fatalf("diff: %+v %v", d, err)
+	}
+}
+
+// TestBlameWhileHeadMoves: writers on one branch at once, so most commits
+// find head moved at the lock and land on a newer one; every line still
+// has the right owner, whether its row was worked out before the lock or
+// after landing.
+func TestBlameWhileHeadMoves(t *testing.T) {
+	st, _ := newProject(t)
+	const writers, files = 4, 12
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			f, err := st.FS("main")
+			if err != nil {
+				errs <- err
+				return
+			}
+			for i := 0; i < files; i++ {
+				p := fmt.Sprintf("w%d/f%d.txt", w, i)
+				if _, err := f.Write(p, []byte("a\nb\nc\n"), Call{ID: fmt.Sprintf("w%d-%d", w, i)}); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := f.Edit(p, "b\n", "B\n", false, Call{ID: fmt.Sprintf("e%d-%d", w, i)}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for w := 0; w < writers; w++ {
+		for i := 0; i < files; i++ {
+			got := strings.Join(ownersOf(t, st, "main", fmt.Sprintf("w%d/f%d.txt", w, i)), ",")
+			want := fmt.Sprintf("operation:w%d-%d,operation:e%d-%d,operation:w%d-%d", w, i, w, i, w, i)
+			if got != want {
+				t.Errorf("w%d/f%d.txt: owners %s, want %s", w, i, got, want)
+			}
+		}
 	}
 }

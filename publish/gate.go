@@ -256,6 +256,7 @@ func (g *gate) land(tx *store.RefTx, res *Result) error {
 		return err
 	}
 	if cur != res.Head {
+		prev, rows := res.Head, g.rows
 		g.rows = nil // computed against a head that is gone
 		redo, err := g.prepare(cur)
 		if err != nil {
@@ -265,6 +266,7 @@ func (g *gate) land(tx *store.RefTx, res *Result) error {
 		if res.Status != Committed {
 			return errConflict // roll back: nothing to write
 		}
+		g.rows = g.stillValid(rows, prev, cur, res.Commit)
 	}
 	tx.Write(g.content)
 	tx.Write(g.trees)
@@ -295,6 +297,43 @@ func (g *gate) blame(res *Result) {
 		origin: g.meta.Origin, carry: g.meta.Carry, merges: g.merges}
 	rows, err := b.rowsFor(g.cs)
 	g.rows = &blameRows{rows: rows, err: err}
+}
+
+// stillValid returns ownership rows worked out against head prev for the
+// Commit now landing on head cur, when they still hold: nothing merged,
+// only files written or deleted, and each of those paths as prev had it.
+// The rows then name the new Commit. Otherwise nil: they are worked out
+// again after landing.
+func (g *gate) stillValid(rows *blameRows, prev, cur, commit object.ID) *blameRows {
+	if rows == nil || rows.err != nil || len(g.merges) > 0 {
+		return nil
+	}
+	a, err := g.s.Commit(prev)
+	if err != nil {
+		return nil
+	}
+	b, err := g.s.Commit(cur)
+	if err != nil {
+		return nil
+	}
+	for i := range g.cs.Changes {
+		c := &g.cs.Changes[i]
+		if c.From != "" || (c.Entry != nil && c.Entry.Type != store.TypeFile) {
+			return nil
+		}
+		ea, err := lookup(g.s, a.Tree, c.Path)
+		if err != nil {
+			return nil
+		}
+		eb, err := lookup(g.s, b.Tree, c.Path)
+		if err != nil || (ea == nil) != (eb == nil) || (ea != nil && (ea.Type != eb.Type || ea.ID != eb.ID)) {
+			return nil
+		}
+	}
+	for i := range rows.rows {
+		rows.rows[i].Commit = commit
+	}
+	return rows
 }
 
 // cacheCommit remembers the landed commit: the next call reads it as its
