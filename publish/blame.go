@@ -123,7 +123,7 @@ func fromInit(s *store.Store, path string, id object.ID) (bool, error) {
 // attribute computes the ownership of a new version from the old one:
 // lines kept keep their owners; lines added belong to origin.
 func attribute(old store.Ownership, ov, nv *version, origin string) store.Ownership {
-	if ov == nil || ov.binary || nv.binary {
+	if ov == nil || ov.binary || nv.binary || disjoint(ov.lines, nv.lines) {
 		return uniform(nv, origin)
 	}
 	owners := expand(old, len(ov.lines))
@@ -139,6 +139,26 @@ func attribute(old store.Ownership, ov, nv *version, origin string) store.Owners
 		}
 	}
 	return compress(next)
+}
+
+// disjoint reports whether a and b have no line in common: then every line
+// of b is new, and no diff is needed (a Myers diff of two versions with
+// nothing in common costs the product of their lengths).
+func disjoint(a, b []string) bool {
+	small, large := a, b
+	if len(small) > len(large) {
+		small, large = large, small
+	}
+	set := make(map[string]struct{}, len(small))
+	for _, l := range small {
+		set[l] = struct{}{}
+	}
+	for _, l := range large {
+		if _, ok := set[l]; ok {
+			return false
+		}
+	}
+	return true
 }
 
 // expand lists one owner per line; lines beyond the recorded runs (which

@@ -313,14 +313,6 @@ func lineIndex(data, prefix []byte) int {
 }
 
 // staged reads objects the gate holds (merged content), the caller's
-// staged content, or the Store.
-func (g *gate) staged() extents.Getter { return stagedGetter{g.trees, g.content} }
-
-type stagedGetter struct{ trees, content *store.Stage }
-
-func (sg stagedGetter) Get(id object.ID, k object.Kind) ([]byte, error) {
-	if data, err := sg.trees.Get(id, k); err == nil {
-		return data, nil
-	}
-	return sg.content.Get(id, k)
-}
+// staged content, or the Store — asking the Store only for what neither
+// Stage holds.
+func (g *gate) staged() extents.Getter { return stages{g.trees, g.content} }
