@@ -231,7 +231,7 @@ func (st *Stage) PutTree(t *Tree, old object.ID) (object.ID, error) {
 		if n.Data == nil || shared[n.ID] {
 			continue
 		}
-		if _, err := st.Put(object.KindTree, n.Data); err != nil {
+		if _, err := st.put(object.KindTree, n.Data, object.Zero, true); err != nil { // n.Data is ours to give
 			return object.Zero, err
 		}
 	}
