@@ -13,7 +13,7 @@ import (
 // readStmts are the hot read queries, prepared once: preparing a
 // statement costs more than running it.
 type readStmts struct {
-	get, has, depth, branch, blame, layerSeq, many, run, seq *sql.Stmt
+	get, has, depth, branch, blame, layerSeq, many, run *sql.Stmt
 }
 
 func (s *Store) prepareStmts() error {
@@ -29,7 +29,6 @@ func (s *Store) prepareStmts() error {
 		{&s.stmts.layerSeq, `SELECT layer, commit_id, created FROM manifest WHERE seq = ?`},
 		{&s.stmts.many, manyQuery},
 		{&s.stmts.run, runQuery},
-		{&s.stmts.seq, `SELECT seq FROM objects WHERE id = ?`},
 	} {
 		var err error
 		if *q.st, err = s.r.Prepare(q.sql); err != nil {
@@ -40,7 +39,7 @@ func (s *Store) prepareStmts() error {
 }
 
 func (r *readStmts) close() {
-	for _, st := range []*sql.Stmt{r.get, r.has, r.depth, r.branch, r.blame, r.layerSeq, r.many, r.run, r.seq} {
+	for _, st := range []*sql.Stmt{r.get, r.has, r.depth, r.branch, r.blame, r.layerSeq, r.many, r.run} {
 		if st != nil {
 			st.Close()
 		}

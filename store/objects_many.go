@@ -20,14 +20,28 @@ const manyPointMax = 16
 // over the table's b-tree, from the first object asked for to the last,
 // keeping those asked for, where manyQuery costs an index search and a
 // table search per object: it about halves what reading a chunk costs.
-// The stretch read may be at most runSlack times as long as the list;
-// what it does not hold is looked up by ID.
+// The stretch read is at most runSlack times as long as the list; what it
+// does not hold is then looked up by ID.
 const runSlack = 4
 
-// runQuery reads those of GetManyMax IDs whose seq is in a range. NOT
-// INDEXED keeps SQLite on the rowid range rather than the ID index.
-var runQuery = `SELECT id, kind, size, enc, base, data FROM objects NOT INDEXED
-WHERE seq BETWEEN ? AND ? AND id IN (?` + strings.Repeat(`, ?`, GetManyMax-1) + `)`
+// runQuery reads those of GetManyMax IDs (?1 to ?64, the first and the
+// last asked for at either end) whose seq lies between the first's and
+// the last's, but at most ?65 rows past the lower. NOT INDEXED keeps
+// SQLite on the rowid range rather than the ID index; the bounds are
+// constant subqueries, run once.
+var runQuery = fmt.Sprintf(`SELECT id, kind, size, enc, base, data FROM objects NOT INDEXED
+WHERE seq BETWEEN (SELECT min(seq) FROM objects WHERE id IN (?1, ?%[1]d))
+	AND (SELECT min(max(seq), min(seq) + ?%[2]d) FROM objects WHERE id IN (?1, ?%[1]d))
+	AND id IN (%[3]s)`, GetManyMax, GetManyMax+1, numbered(1, GetManyMax))
+
+// numbered lists the numbered parameters ?from to ?to.
+func numbered(from, to int) string {
+	ps := make([]string, 0, to-from+1)
+	for i := from; i <= to; i++ {
+		ps = append(ps, fmt.Sprintf("?%d", i))
+	}
+	return strings.Join(ps, ", ")
+}
 
 // manyQuery reads manyPointMax objects by ID; a shorter list repeats one.
 var manyQuery = `SELECT id, kind, size, enc, base, data FROM objects WHERE id IN (?` +
@@ -68,11 +82,10 @@ func distinct(ids []object.ID) []object.ID {
 // stored in, if they were, then the rest by ID.
 func (s *Store) getMany(ids []object.ID, k object.Kind, fn func(id object.ID, data []byte, err error)) error {
 	rest := ids
-	if lo, hi, ok := s.seqSpan(ids); ok {
-		args := make([]any, 2, 2+GetManyMax)
-		args[0], args[1] = lo, hi
+	if len(ids) > 1 {
+		args := idArgs(make([]any, 0, GetManyMax+1), ids, GetManyMax)
 		var err error
-		if rest, err = s.readRows(s.stmts.run, idArgs(args, ids, GetManyMax), ids, k, fn); err != nil {
+		if rest, err = s.readRows(s.stmts.run, append(args, runSlack*len(ids)), ids, k, fn); err != nil {
 			return err
 		}
 	}
@@ -88,20 +101,6 @@ func (s *Store) getMany(ids []object.ID, k object.Kind, fn func(id object.ID, da
 		rest = rest[n:]
 	}
 	return nil
-}
-
-// seqSpan returns the seqs of the first and the last of ids, in order,
-// when the stretch between them is short enough for runQuery.
-func (s *Store) seqSpan(ids []object.ID) (lo, hi int64, ok bool) {
-	if len(ids) < 2 {
-		return 0, 0, false
-	}
-	if s.stmts.seq.QueryRow(ids[0][:]).Scan(&lo) != nil ||
-		s.stmts.seq.QueryRow(ids[len(ids)-1][:]).Scan(&hi) != nil {
-		return 0, 0, false
-	}
-	lo, hi = min(lo, hi), max(lo, hi)
-	return lo, hi, hi-lo < runSlack*int64(len(ids))
 }
 
 // idArgs appends ids to args as query arguments, n of them: a shorter

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/layerfs/layerfs/object"
@@ -118,5 +119,32 @@ func TestGetManyRuns(t *testing.T) {
 		if err != nil || n != len(ask) {
 			t.Errorf("%d of %d objects read: %v", n, len(ask), err)
 		}
+	}
+}
+
+// TestRunQueryPlan guards what makes runQuery cheap: SQLite walks the
+// rowid range, not the ID index.
+func TestRunQueryPlan(t *testing.T) {
+	s := NewTestStore(t)
+	args := make([]any, GetManyMax+1)
+	for i := range args {
+		args[i] = []byte{byte(i)}
+	}
+	rows, err := s.r.Query(`EXPLAIN QUERY PLAN `+runQuery, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if len(plan) == 0 || plan[0] != "SEARCH objects USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)" {
+		t.Errorf("runQuery's plan:\n%s", strings.Join(plan, "\n"))
 	}
 }
