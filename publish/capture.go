@@ -48,27 +48,32 @@ type Capture struct {
 // renamed directories (redirect_dir). Files copied up without a change are
 // left out. It reads only the upperdir, never the whole tree.
 //
+// lower, if not empty, is a directory showing base's tree (the overlay's
+// lowerdir): a big file's lower version is compared there, in the page
+// cache, rather than by hashing (see capture_compare.go).
+//
 // Paths ignore matches (the branch's /.layerfsignore; nil: none) are left
 // out, whatever they hold.
-func CaptureUpper(s *store.Store, upper string, base object.ID, ignore *Rules) (*Capture, error) {
+func CaptureUpper(s *store.Store, upper, lower string, base object.ID, ignore *Rules) (*Capture, error) {
 	stage := s.NewStage()
-	return capture(s, upper, base, ignore, stage, stage)
+	return capture(s, upper, lower, base, ignore, stage, stage)
 }
 
 // CaptureUpperDry finds the same changes as CaptureUpper but stores
 // nothing: it answers "what is uncommitted?". Its Content is nil, and its
 // Changes must not be published.
-func CaptureUpperDry(s *store.Store, upper string, base object.ID, ignore *Rules) (*Capture, error) {
-	return capture(s, upper, base, ignore, hashOnly{s}, nil)
+func CaptureUpperDry(s *store.Store, upper, lower string, base object.ID, ignore *Rules) (*Capture, error) {
+	return capture(s, upper, lower, base, ignore, hashOnly{s}, nil)
 }
 
-func capture(s *store.Store, upper string, base object.ID, ignore *Rules, content extents.Store, stage *store.Stage) (*Capture, error) {
+func capture(s *store.Store, upper, lower string, base object.ID, ignore *Rules, content extents.Store, stage *store.Stage) (*Capture, error) {
 	start := time.Now()
 	c, err := s.Commit(base)
 	if err != nil {
 		return nil, fmt.Errorf("capture: base: %w", err)
 	}
-	cw := &capturer{s: s, root: c.Tree, content: content, ignore: ignore, cap: &Capture{Changes: &Changeset{Base: base}, Content: stage}}
+	cw := &capturer{s: s, root: c.Tree, lowerDir: lower, content: content, ignore: ignore,
+		cap: &Capture{Changes: &Changeset{Base: base}, Content: stage}}
 	if err := cw.dir(upper, "", "", c.Tree); err != nil {
 		return nil, fmt.Errorf("capture %s: %w", upper, err)
 	}
@@ -78,11 +83,12 @@ func capture(s *store.Store, upper string, base object.ID, ignore *Rules, conten
 }
 
 type capturer struct {
-	s       *store.Store
-	root    object.ID
-	content extents.Store // where file content goes: a Stage, or nowhere
-	ignore  *Rules
-	cap     *Capture
+	s        *store.Store
+	root     object.ID
+	lowerDir string        // shows root's tree; empty: none
+	content  extents.Store // where file content goes: a Stage, or nowhere
+	ignore   *Rules
+	cap      *Capture
 }
 
 func (cw *capturer) add(c Change) {
@@ -143,7 +149,7 @@ func (cw *capturer) entry(abs, path, lowerPath string, lower *store.Entry) error
 		if st.Size == 0 && hasXattr(abs, xattrWhiteout) {
 			return cw.whiteout(path, lower)
 		}
-		return cw.file(abs, path, e, lower)
+		return cw.file(abs, path, lowerPath, e, lower)
 	case unix.S_IFLNK:
 		return cw.symlink(abs, path, e, lower)
 	case unix.S_IFDIR:
@@ -164,7 +170,7 @@ func (cw *capturer) whiteout(path string, lower *store.Entry) error {
 	return nil
 }
 
-func (cw *capturer) file(abs, path string, e store.Entry, lower *store.Entry) error {
+func (cw *capturer) file(abs, path, lowerPath string, e store.Entry, lower *store.Entry) error {
 	e.Type = store.TypeFile
 	f, err := os.Open(abs)
 	if err != nil {
@@ -172,7 +178,7 @@ func (cw *capturer) file(abs, path string, e store.Entry, lower *store.Entry) er
 	}
 	defer f.Close()
 	if lower != nil && lower.Type == store.TypeFile && lower.Size >= extents.SmallFileMax {
-		content, ok, err := cw.patch(f, lower)
+		content, ok, err := cw.patch(f, lowerPath, lower)
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
@@ -223,14 +229,22 @@ const patchLimit = 4 << 20
 // copied-up file costs about a chunk, not the file. It reports false when
 // the file differs too much for that to pay; then it must be written
 // whole.
-func (cw *capturer) patch(f *os.File, lower *store.Entry) (extents.File, bool, error) {
+func (cw *capturer) patch(f *os.File, lowerPath string, lower *store.Entry) (extents.File, bool, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return extents.File{}, false, err
 	}
 	old := extents.File{ID: lower.ID, Size: lower.Size}
 	size := fi.Size()
-	ranges, err := extents.Diff(cw.s, old, f, size, min(size/8, patchLimit))
+	limit := min(size/8, patchLimit)
+	err = errNotResident
+	var ranges []extents.Range
+	if cw.lowerDir != "" {
+		ranges, err = compareLower(f, size, filepath.Join(cw.lowerDir, filepath.FromSlash(lowerPath)), old.Size, limit)
+	}
+	if err != nil && !errors.Is(err, extents.ErrTooDifferent) {
+		ranges, err = extents.Diff(cw.s, old, f, size, limit)
+	}
 	if errors.Is(err, extents.ErrTooDifferent) {
 		return extents.File{}, false, nil
 	}

@@ -47,7 +47,7 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	if err != nil {
 		return api.CommitResult{}, err
 	}
-	c, err := publish.CaptureUpper(w.d.s, w.upper(), w.rec.lease(), rules)
+	c, err := publish.CaptureUpper(w.d.s, w.upper(), w.lower(), w.rec.lease(), rules)
 	if n := <-running; n > 0 && !req.AllowRunning {
 		return api.CommitResult{}, fmt.Errorf("%w: %d; what they write after the capture would not be kept: wait for them, or commit with allow_running", ErrRunning, n)
 	}

@@ -219,7 +219,7 @@ func (w *workspace) pending() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := publish.CaptureUpperDry(w.d.s, w.upper(), w.rec.lease(), rules)
+	c, err := publish.CaptureUpperDry(w.d.s, w.upper(), w.lower(), w.rec.lease(), rules)
 	if err != nil {
 		return nil, err
 	}

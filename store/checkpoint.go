@@ -50,6 +50,10 @@ func (s *Store) startCheckpointer() error {
 	}
 	db.SetMaxOpenConns(1)
 	db.SetConnMaxIdleTime(0)
+	if err := db.Ping(); err != nil { // now, so its files are open from the start
+		db.Close()
+		return err
+	}
 	c := &checkpointer{db: db, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
 	s.ckpt = c
 	go c.run()

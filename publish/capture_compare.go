@@ -1,0 +1,170 @@
+package publish
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/layerfs/layerfs/extents"
+)
+
+// A big file copied up and edited in place is, apart from the edit, a byte
+// copy of its lower version, whose pages the copy-up has just read into the
+// kernel's cache through the lower mount. Comparing the two files there
+// finds the changed ranges with a read and a memcmp: about half the CPU of
+// hashing the upper file over the lower's chunks (extents.Diff), which
+// capture falls back to when the lower file is not mostly in memory, so
+// that comparing would first read it through FUSE.
+
+// errNotResident: the lower file is not mostly in the page cache.
+var errNotResident = errors.New("lower file not in the page cache")
+
+const (
+	// residentMin is the share of the lower file's pages that must be in
+	// the page cache for a comparison to pay.
+	residentMin = 0.9
+	// compareBlock is how much of the upper file is read at once, and
+	// comparePage the granularity of the ranges found.
+	compareBlock = 1 << 20
+	comparePage  = 4 << 10
+	// joinGap joins changed ranges closer than this: each range is edited
+	// a chunk or two beyond its ends anyway.
+	joinGap = 2 * extents.ChunkMax
+)
+
+// compareLower returns the ranges of the upper file f (size bytes) that
+// differ from the lower file at path, which holds lowerSize bytes, as
+// extents.Diff does. It fails with errNotResident when the lower file is
+// not mostly cached, and with extents.ErrTooDifferent when more than limit
+// bytes within lowerSize differ.
+func compareLower(f *os.File, size int64, path string, lowerSize, limit int64) ([]extents.Range, error) {
+	lf, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer lf.Close()
+	if fi, err := lf.Stat(); err != nil || fi.Size() != lowerSize || lowerSize == 0 {
+		return nil, errors.Join(errNotResident, err) // not the file the Commit names: hash instead
+	}
+	lower, err := unix.Mmap(int(lf.Fd()), 0, int(lowerSize), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("map lower file: %w", err)
+	}
+	defer unix.Munmap(lower)
+	if !resident(lower) {
+		return nil, errNotResident
+	}
+	c := comparer{upper: f, lower: lower, common: min(size, lowerSize), limit: limit}
+	if err := c.run(); err != nil {
+		return nil, err
+	}
+	return c.ranges(size), nil
+}
+
+// resident reports whether at least residentMin of m's pages are cached.
+func resident(m []byte) bool {
+	pages := (len(m) + os.Getpagesize() - 1) / os.Getpagesize()
+	vec := make([]byte, pages)
+	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0])))
+	if errno != 0 {
+		return false
+	}
+	in := 0
+	for _, v := range vec {
+		in += int(v & 1)
+	}
+	return float64(in) >= residentMin*float64(pages)
+}
+
+// comparer compares the upper file with the mapped lower one over their
+// common length, on every core.
+type comparer struct {
+	upper  *os.File
+	lower  []byte
+	common int64
+	limit  int64
+	found  atomic.Int64
+	mu     sync.Mutex
+	pages  []int64 // offsets of the comparePages that differ
+}
+
+func (c *comparer) run() error {
+	workers := int64(runtime.GOMAXPROCS(0))
+	blocks := (c.common + compareBlock - 1) / compareBlock
+	workers = max(1, min(workers, blocks))
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := blocks*w/workers*compareBlock, min(c.common, blocks*(w+1)/workers*compareBlock)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = c.span(lo, hi)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// span compares [lo, hi) a block at a time.
+func (c *comparer) span(lo, hi int64) error {
+	buf := make([]byte, compareBlock)
+	for off := lo; off < hi; off += compareBlock {
+		n := min(compareBlock, hi-off)
+		if _, err := c.upper.ReadAt(buf[:n], off); err != nil {
+			return fmt.Errorf("read at %d: %w", off, err)
+		}
+		if bytes.Equal(buf[:n], c.lower[off:off+n]) {
+			continue
+		}
+		c.differing(buf[:n], off)
+		if c.found.Load() > c.limit {
+			return extents.ErrTooDifferent
+		}
+	}
+	return nil
+}
+
+// differing records the pages of block, at off, that differ.
+func (c *comparer) differing(block []byte, off int64) {
+	var pages []int64
+	for p := int64(0); p < int64(len(block)); p += comparePage {
+		e := min(p+comparePage, int64(len(block)))
+		if !bytes.Equal(block[p:e], c.lower[off+p:off+e]) {
+			pages = append(pages, off+p)
+			c.found.Add(e - p)
+		}
+	}
+	c.mu.Lock()
+	c.pages = append(c.pages, pages...)
+	c.mu.Unlock()
+}
+
+// ranges turns the differing pages, and the bytes past the common length,
+// into sorted ranges, joining those closer than joinGap.
+func (c *comparer) ranges(size int64) []extents.Range {
+	slices.Sort(c.pages)
+	var out []extents.Range
+	add := func(r extents.Range) {
+		if n := len(out); n > 0 && r.Off-out[n-1].End() < joinGap {
+			out[n-1].Len = r.End() - out[n-1].Off
+			return
+		}
+		out = append(out, r)
+	}
+	for _, p := range c.pages {
+		add(extents.Range{Off: p, Len: min(comparePage, c.common-p)})
+	}
+	if size > c.common {
+		add(extents.Range{Off: c.common, Len: size - c.common})
+	}
+	return out
+}
