@@ -121,11 +121,15 @@ func Publish(s *store.Store, branch string, cs *Changeset, content *store.Stage,
 		content = s.NewStage()
 	}
 	g := &gate{s: s, branch: branch, cs: cs, meta: meta, content: content}
-	b, err := s.Branch(branch)
+	head, err := s.HeadForWrite(branch)
 	if err != nil {
 		return nil, err
 	}
-	res, err := g.prepare(b.Head)
+	var ahead chan *blameRows
+	if !meta.DeferAudit && content.Bytes() <= inlineMax && (cs.Base.IsZero() || cs.Base == head) {
+		ahead = g.blameAhead(head) // nothing to merge: it needs only head and the changes
+	}
+	res, err := g.prepare(head)
 	if err != nil || res.Status != Committed {
 		return res, err
 	}
@@ -134,7 +138,11 @@ func Publish(s *store.Store, branch string, cs *Changeset, content *store.Stage,
 			return nil, err
 		}
 	}
-	if !meta.DeferAudit {
+	switch {
+	case ahead != nil:
+		g.rows = <-ahead
+		g.rows.name(res.Commit)
+	case !meta.DeferAudit:
 		g.blame(res) // lands with the Commit
 	}
 	res.Prepare = time.Since(start)
@@ -299,6 +307,33 @@ func (g *gate) blame(res *Result) {
 	g.rows = &blameRows{rows: rows, err: err}
 }
 
+// blameAhead works out line ownership for changes landing on head, on a
+// goroutine of its own beside prepare (the other core reads the old
+// versions while this one builds the trees). Only for a publish with
+// nothing to merge: the rows then depend on head and the changes alone.
+func (g *gate) blameAhead(head object.ID) chan *blameRows {
+	ch := make(chan *blameRows, 1)
+	go func() {
+		parent, err := g.s.Commit(head)
+		if err != nil {
+			ch <- &blameRows{err: err}
+			return
+		}
+		b := &blamer{s: g.s, get: stages{g.content}, parent: parent.Tree,
+			origin: g.meta.Origin, carry: g.meta.Carry}
+		rows, err := b.rowsFor(g.cs)
+		ch <- &blameRows{rows: rows, err: err}
+	}()
+	return ch
+}
+
+// name makes the rows the ownership of commit.
+func (r *blameRows) name(commit object.ID) {
+	for i := range r.rows {
+		r.rows[i].Commit = commit
+	}
+}
+
 // stillValid returns ownership rows worked out against head prev for the
 // Commit now landing on head cur, when they still hold: nothing merged,
 // only files written or deleted, and each of those paths as prev had it.
@@ -330,9 +365,7 @@ func (g *gate) stillValid(rows *blameRows, prev, cur, commit object.ID) *blameRo
 			return nil
 		}
 	}
-	for i := range rows.rows {
-		rows.rows[i].Commit = commit
-	}
+	rows.name(commit)
 	return rows
 }
 

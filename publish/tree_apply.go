@@ -54,8 +54,10 @@ func (a *applier) dir(id object.ID, n *changeNode, path string, self store.Entry
 		}
 		renamed = renamed || changed
 	}
-	t.Entries = append(t.Entries, added...)
-	t.Sort()
+	if len(added) > 0 { // changes and removals keep the order
+		t.Entries = append(t.Entries, added...)
+		t.Sort()
+	}
 	newID, err := a.putTree(t, id, old)
 	return newID, renamed, err
 }

@@ -127,6 +127,10 @@ func (t *RefTx) AppendBlame(rows []BlameRow) error {
 	if t.s.failAudit.Load() {
 		return errAuditInjected
 	}
+	if len(rows) == 1 {
+		// One statement: a failure rolls back that statement alone.
+		return t.insertBlame(rows)
+	}
 	if _, err := t.tx.ExecContext(t.ctx, `SAVEPOINT blame`); err != nil {
 		return fmt.Errorf("append blame: %w", err)
 	}

@@ -95,6 +95,28 @@ func (t *RefTx) Head(branch string) (object.ID, error) {
 	return object.FromBytes(head)
 }
 
+// HeadForWrite returns a branch's head for a writer about to publish. It
+// reads on the writer connection: a reader connection that finds the WAL
+// grown since its last read drops its page cache and its mapping of the
+// file (~0.1 ms), and a writer's previous commit always grew it; the
+// writer connection wrote those pages itself. It waits while another of
+// this Store's writers holds the connection, as publishing would.
+func (s *Store) HeadForWrite(branch string) (object.ID, error) {
+	if s.w == nil {
+		b, err := s.Branch(branch)
+		return b.Head, err
+	}
+	var head []byte
+	err := s.wstmts.head.QueryRow(branch).Scan(&head)
+	if errors.Is(err, sql.ErrNoRows) {
+		return object.Zero, fmt.Errorf("branch %q: %w", branch, ErrNotFound)
+	}
+	if err != nil {
+		return object.Zero, err
+	}
+	return object.FromBytes(head)
+}
+
 // CreateBranch adds a branch pointing at head; start records the ref it was
 // made from.
 func (t *RefTx) CreateBranch(name string, head object.ID, start string) error {
