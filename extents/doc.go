@@ -51,6 +51,11 @@
 // change plus 128 KiB. A new chunk carries as PutChunk's base hint the old
 // chunk it overlaps most, so a Store can keep it as a delta.
 //
+// Splice makes the general edit — del bytes at off replaced by data of
+// any length — of which Overwrite, Append and Truncate are cases: the
+// bytes after it shift, and chunking and node cutting resynchronise as
+// they do for a prepend.
+//
 // Diff and Patch turn a new version of a file, given whole (an overlayfs
 // upper file), into edits of the old: Diff hashes the new bytes over the
 // old file's extents and returns the ranges whose chunks changed, and

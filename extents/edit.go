@@ -50,6 +50,25 @@ func Truncate(s Store, f File, size int64) (File, error) {
 	return g, nil
 }
 
+// Splice replaces the del bytes of f at off with data: an insertion (del
+// 0), a deletion (data empty) or a replacement of another length, in the
+// middle of the file or at its end. The bytes after the change keep their
+// chunks; it stores only the chunks around the change and the nodes above
+// them, as Overwrite does.
+func Splice(s Store, f File, off, del int64, data []byte) (File, error) {
+	if off < 0 || del < 0 || off > f.Size || del > f.Size-off {
+		return File{}, fmt.Errorf("splice %d bytes for %d at %d of %d: %w", len(data), del, off, f.Size, ErrInvalid)
+	}
+	if del == 0 && len(data) == 0 {
+		return f, nil
+	}
+	g, err := edit(s, f, splice{off: off, del: del, data: data})
+	if err != nil {
+		return File{}, fmt.Errorf("splice %d bytes for %d at %d: %w", len(data), del, off, err)
+	}
+	return g, nil
+}
+
 // edit applies sp to f: one chunk for a small result, otherwise the changed
 // chunks and the nodes above them.
 func edit(s Store, f File, sp splice) (File, error) {

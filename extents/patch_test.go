@@ -137,3 +137,52 @@ func TestPatchLongAppend(t *testing.T) {
 	}
 	checkContent(t, s, g, long, rand.New(rand.NewPCG(3, 4)))
 }
+
+// TestSpliceMatchesWrite: insertions, deletions and replacements of other
+// lengths anywhere in a file give the File Write makes of the result, and
+// store about the change.
+func TestSpliceMatchesWrite(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	for i := range 200 {
+		old := mixedBytes(rng, rng.IntN(2<<20))
+		if i%10 == 0 {
+			old = old[:min(len(old), rng.IntN(SmallFileMax+100))]
+		}
+		s := NewTestStore(t)
+		f := MustWrite(t, s, old)
+		off := int64(rng.IntN(len(old) + 1))
+		del := int64(rng.IntN(len(old) - int(off) + 1))
+		if rng.IntN(3) == 0 {
+			del = min(del, int64(rng.IntN(64)))
+		}
+		data := randBytes(rng.Uint64(), rng.IntN(3)*rng.IntN(50<<10))
+		want := append(append(bytes.Clone(old[:off]), data...), old[off+del:]...)
+		before := s.Stats()
+		g, err := Splice(s, f, off, del, data)
+		if err != nil {
+			t.Fatalf("case %d: splice %d for %d at %d of %d: %v", i, len(data), del, off, len(old), err)
+		}
+		if err := Check(s, g); err != nil {
+			t.Fatalf("case %d: check: %v", i, err)
+		}
+		checkContent(t, s, g, want, rng)
+		if grown := s.Stats().NewBytes - before.NewBytes; len(old) > 1<<20 && grown > int64(len(data))+int64(del)+8*ChunkMax+64<<10 {
+			t.Errorf("case %d: splice of %d for %d stored %d bytes", i, len(data), del, grown)
+		}
+	}
+}
+
+func TestSplicePrepend(t *testing.T) {
+	s := NewTestStore(t)
+	old := randBytes(41, 8<<20)
+	f := MustWrite(t, s, old)
+	before := s.Stats()
+	g, err := Splice(s, f, 0, 0, []byte("0123456789"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkContent(t, s, g, append([]byte("0123456789"), old...), rand.New(rand.NewPCG(1, 1)))
+	if n := s.Stats().NewBytes - before.NewBytes; n > 3*ChunkMax+32<<10 {
+		t.Errorf("prepending 10 bytes stored %d bytes", n)
+	}
+}

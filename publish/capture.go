@@ -236,11 +236,17 @@ func (cw *capturer) patch(f *os.File, lowerPath string, lower *store.Entry) (ext
 	}
 	old := extents.File{ID: lower.ID, Size: lower.Size}
 	size := fi.Size()
+	lowerAbs := filepath.Join(cw.lowerDir, filepath.FromSlash(lowerPath))
+	if cw.lowerDir != "" && size != old.Size {
+		if g, ok, err := cw.splice(f, size, lowerAbs, old); ok || err != nil {
+			return g, ok, err
+		}
+	}
 	limit := min(size/8, patchLimit)
 	err = errNotResident
 	var ranges []extents.Range
 	if cw.lowerDir != "" {
-		ranges, err = compareLower(f, size, filepath.Join(cw.lowerDir, filepath.FromSlash(lowerPath)), old.Size, limit)
+		ranges, err = compareLower(f, size, lowerAbs, old.Size, limit)
 	}
 	if err != nil && !errors.Is(err, extents.ErrTooDifferent) {
 		ranges, err = extents.Diff(cw.s, old, f, size, limit)
@@ -257,6 +263,28 @@ func (cw *capturer) patch(f *os.File, lowerPath string, lower *store.Entry) (ext
 	}
 	g, err := extents.Patch(cw.content, old, f, size, ranges)
 	return g, err == nil, err
+}
+
+// splice captures a big file whose size changed as one splice of its
+// lower version, when the two share all but one run of bytes — an
+// insertion or deletion anywhere, such as a prepend, which shifts every
+// byte after it and so defeats comparing at the same offsets. It reports
+// false, without error, when it cannot tell or the run is too long.
+func (cw *capturer) splice(f *os.File, size int64, lowerAbs string, old extents.File) (extents.File, bool, error) {
+	off, del, ins, err := spliceLower(f, size, lowerAbs, old.Size)
+	if err != nil || ins > spliceMax {
+		return extents.File{}, false, nil
+	}
+	data := make([]byte, ins)
+	if _, err := f.ReadAt(data, off); err != nil {
+		return extents.File{}, false, fmt.Errorf("read at %d: %w", off, err)
+	}
+	g, err := extents.Splice(cw.content, old, off, del, data)
+	if err != nil {
+		return extents.File{}, false, err
+	}
+	cw.cap.BytesHashed += size
+	return g, true, nil
 }
 
 // sameMeta reports whether a lower entry and an upper one agree on

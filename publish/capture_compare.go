@@ -168,3 +168,109 @@ func (c *comparer) ranges(size int64) []extents.Range {
 	}
 	return out
 }
+
+// spliceMax bounds the bytes a splice inserts, which capture holds in
+// memory; a file changed more is written whole.
+const spliceMax = 64 << 20
+
+// spliceLower finds, for an upper file f (size bytes) whose size differs
+// from its lower version's at path (lowerSize bytes), the one splice that
+// makes it of the lower: the upper is lower[:off] ++ upper[off:off+ins] ++
+// lower[off+del:]. It compares the common prefix and suffix in the page
+// cache, and fails with errNotResident as compareLower does.
+func spliceLower(f *os.File, size int64, path string, lowerSize int64) (off, del, ins int64, err error) {
+	lf, err := os.Open(path)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer lf.Close()
+	if fi, err := lf.Stat(); err != nil || fi.Size() != lowerSize || lowerSize == 0 || size == 0 {
+		return 0, 0, 0, errors.Join(errNotResident, err)
+	}
+	lower, err := unix.Mmap(int(lf.Fd()), 0, int(lowerSize), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("map lower file: %w", err)
+	}
+	defer unix.Munmap(lower)
+	if !resident(lower) {
+		return 0, 0, 0, errNotResident
+	}
+	common := min(size, lowerSize)
+	prefix, err := commonPrefix(f, lower, common)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	suffix, err := commonSuffix(f, size, lower, common-prefix)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return prefix, lowerSize - prefix - suffix, size - prefix - suffix, nil
+}
+
+// commonPrefix is how many of the first n bytes f and lower share.
+func commonPrefix(f *os.File, lower []byte, n int64) (int64, error) {
+	buf := make([]byte, compareBlock)
+	for off := int64(0); off < n; off += compareBlock {
+		b := buf[:min(compareBlock, n-off)]
+		if _, err := f.ReadAt(b, off); err != nil {
+			return 0, fmt.Errorf("read at %d: %w", off, err)
+		}
+		if i := firstDiff(b, lower[off:]); i < len(b) {
+			return off + int64(i), nil
+		}
+	}
+	return n, nil
+}
+
+// commonSuffix is how many of the last bytes f (size bytes) and lower
+// share, at most n.
+func commonSuffix(f *os.File, size int64, lower []byte, n int64) (int64, error) {
+	buf := make([]byte, compareBlock)
+	for done := int64(0); done < n; {
+		k := min(compareBlock, n-done)
+		b := buf[:k]
+		if _, err := f.ReadAt(b, size-done-k); err != nil {
+			return 0, fmt.Errorf("read at %d: %w", size-done-k, err)
+		}
+		l := lower[int64(len(lower))-done-k : int64(len(lower))-done]
+		if i := lastDiff(b, l); i >= 0 {
+			return done + (k - 1 - int64(i)), nil
+		}
+		done += k
+	}
+	return n, nil
+}
+
+// firstDiff is the index of the first byte where a and b differ, or
+// len(a); b is at least as long as a.
+func firstDiff(a, b []byte) int {
+	for p := 0; p < len(a); p += comparePage {
+		e := min(p+comparePage, len(a))
+		if bytes.Equal(a[p:e], b[p:e]) {
+			continue
+		}
+		for i := p; i < e; i++ {
+			if a[i] != b[i] {
+				return i
+			}
+		}
+	}
+	return len(a)
+}
+
+// lastDiff is the index of the last byte where a and b, of one length,
+// differ, or -1.
+func lastDiff(a, b []byte) int {
+	for e := len(a); e > 0; e -= comparePage {
+		p := max(0, e-comparePage)
+		if bytes.Equal(a[p:e], b[p:e]) {
+			continue
+		}
+		for i := e - 1; i >= p; i-- {
+			if a[i] != b[i] {
+				return i
+			}
+		}
+	}
+	return -1
+}

@@ -76,3 +76,63 @@ func TestCompareLowerPatches(t *testing.T) {
 		t.Errorf("prepended: %v, want ErrTooDifferent", err)
 	}
 }
+
+// TestSpliceLower: a file whose size changed by one run of bytes anywhere
+// is found as that one splice, which makes its canonical content.
+func TestSpliceLower(t *testing.T) {
+	s := store.NewTestStore(t)
+	dir := t.TempDir()
+	rng := rand.New(rand.NewSource(8))
+	old := make([]byte, 3<<20+77)
+	rng.Read(old)
+	lowerPath := filepath.Join(dir, "lower")
+	if err := os.WriteFile(lowerPath, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st := s.NewStage()
+	f, err := extents.WriteBytes(st, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+	for name, want := range map[string][]byte{
+		"prepend":        cat([]byte("0123456789"), old),
+		"insert":         cat(old[:1<<20+3], []byte("inserted"), old[1<<20+3:]),
+		"delete":         cat(old[:2<<20], old[2<<20+100:]),
+		"replace longer": cat(old[:5], bytes.Repeat([]byte("r"), 70<<10), old[9:]),
+		"append":         cat(old, []byte("tail")),
+		"truncate":       old[:len(old)-1000],
+		"repeat edge":    cat(old[:100], old[99:]), // a byte doubled: the splice may sit anywhere in the run
+	} {
+		upperPath := filepath.Join(dir, "upper")
+		if err := os.WriteFile(upperPath, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		up, err := os.Open(upperPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off, del, ins, err := spliceLower(up, int64(len(want)), lowerPath, int64(len(old)))
+		if errors.Is(err, errNotResident) {
+			up.Close()
+			t.Skip("the test files are not in the page cache")
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := cat(old[:off], want[off:off+ins], old[off+del:]); !bytes.Equal(got, want) {
+			t.Fatalf("%s: splice %d for %d at %d does not make the file", name, ins, del, off)
+		}
+		if ins+del > 100<<10 {
+			t.Errorf("%s: splice of %d for %d, more than the change", name, ins, del)
+		}
+		g, err := extents.Splice(st, f, off, del, want[off:off+ins])
+		up.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if canon, _ := extents.WriteBytes(st, want); canon != g {
+			t.Errorf("%s: spliced %s/%d, want %s/%d", name, g.ID.Short(), g.Size, canon.ID.Short(), canon.Size)
+		}
+	}
+}

@@ -31,6 +31,10 @@
 // the ranges that differ are applied to the lower's extent tree
 // (extents.Patch): a 10-byte overwrite of a 32 MiB file stores about one
 // chunk and a few nodes, and costs one read and hash of the file rather
-// than a re-chunking. Content shifted by an insertion differs everywhere,
-// so when more than a bounded part differs capture writes the file whole.
+// than a re-chunking. When the lower version is in the page cache (the
+// copy-up has just read it), the files are compared there instead of by
+// hashing, and a file whose size changed is compared from both ends: one
+// insertion or deletion anywhere, such as a prepend, becomes one splice
+// (extents.Splice). Content shifted otherwise differs everywhere, so when
+// more than a bounded part differs capture writes the file whole.
 package publish
