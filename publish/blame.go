@@ -42,7 +42,7 @@ func Blame(s *store.Store, root object.ID, path string) (*BlameResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("blame %s: %w", path, err)
 	}
-	own, err := ownershipOf(s, path, &e, v)
+	own, err := ownershipOf(s, s, path, &e, v)
 	if err != nil {
 		return nil, fmt.Errorf("blame %s: %w", path, err)
 	}
@@ -53,6 +53,13 @@ func Blame(s *store.Store, root object.ID, path string) (*BlameResult, error) {
 		line += r.Lines
 	}
 	return res, nil
+}
+
+// versionReader reads stored versions and their owners: the Store, or
+// the Store through its writer connection (store.WriterReads).
+type versionReader interface {
+	extents.Getter
+	Blame(path string, content object.ID) (store.Ownership, object.ID, bool, error)
 }
 
 // version is one file's content as blame sees it.
@@ -85,8 +92,8 @@ func loadVersion(g extents.Getter, e *store.Entry) (*version, error) {
 // ownershipOf finds who owns each line of the content e holds at path: the
 // recorded row, or "original" when init left that content there, or
 // "unknown" when the Commit that made it recorded nothing.
-func ownershipOf(s *store.Store, path string, e *store.Entry, v *version) (store.Ownership, error) {
-	own, _, ok, err := s.Blame(path, e.ID)
+func ownershipOf(s *store.Store, rd versionReader, path string, e *store.Entry, v *version) (store.Ownership, error) {
+	own, _, ok, err := rd.Blame(path, e.ID)
 	if err != nil || ok {
 		return own, err
 	}

@@ -13,6 +13,7 @@ import (
 type blamer struct {
 	s      *store.Store
 	get    extents.Getter // the new content: staged, or stored
+	rd     versionReader  // the versions it replaces, and their owners
 	parent object.ID      // the tree the changes landed on
 	commit object.ID
 	origin string
@@ -96,11 +97,11 @@ func (b *blamer) file(path, from string, e *store.Entry) (store.BlameRow, error)
 	if err != nil {
 		return row, err
 	}
-	ov, err := loadVersion(b.s, &old)
+	ov, err := loadVersion(b.rd, &old)
 	if err != nil {
 		return row, err
 	}
-	own, err := ownershipOf(b.s, from, &old, ov)
+	own, err := ownershipOf(b.s, b.rd, from, &old, ov)
 	if err != nil {
 		return row, err
 	}
@@ -140,7 +141,7 @@ func (b *blamer) movedTree(tree object.ID, to, from string) ([]store.BlameRow, e
 // head line keeps its owner (Origin::Active), a line of ours belongs to the
 // command — or, for a branch merge, keeps the owner it has there.
 func (b *blamer) mergedRow(path string, mi *mergeInfo) (store.BlameRow, error) {
-	headOwn, err := ownershipOf(b.s, path, mi.head, mi.headV)
+	headOwn, err := ownershipOf(b.s, b.rd, path, mi.head, mi.headV)
 	if err != nil {
 		return store.BlameRow{}, err
 	}
@@ -165,12 +166,12 @@ func (b *blamer) mergedRow(path string, mi *mergeInfo) (store.BlameRow, error) {
 // owners for kept lines and the command for changed ones.
 func (b *blamer) oursOwnership(path string, mi *mergeInfo) (store.Ownership, error) {
 	if b.carry {
-		return ownershipOf(b.s, path, mi.ours, mi.ouV)
+		return ownershipOf(b.s, b.rd, path, mi.ours, mi.ouV)
 	}
 	if mi.base == nil {
 		return uniform(mi.ouV, b.origin), nil
 	}
-	baseOwn, err := ownershipOf(b.s, path, mi.base, mi.baseV)
+	baseOwn, err := ownershipOf(b.s, b.rd, path, mi.base, mi.baseV)
 	if err != nil {
 		return store.Ownership{}, err
 	}

@@ -3,6 +3,8 @@ package publish
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/layerfs/layerfs/object"
@@ -301,7 +303,7 @@ func (g *gate) blame(res *Result) {
 	if err != nil {
 		return // recorded after landing, the slow way
 	}
-	b := &blamer{s: g.s, get: stages{g.content, g.trees}, parent: parent.Tree, commit: res.Commit,
+	b := &blamer{s: g.s, get: stages{g.content, g.trees}, rd: g.s.WriterReads(), parent: parent.Tree, commit: res.Commit,
 		origin: g.meta.Origin, carry: g.meta.Carry, merges: g.merges}
 	rows, err := b.rowsFor(g.cs)
 	g.rows = &blameRows{rows: rows, err: err}
@@ -313,18 +315,43 @@ func (g *gate) blame(res *Result) {
 // nothing to merge: the rows then depend on head and the changes alone.
 func (g *gate) blameAhead(head object.ID) chan *blameRows {
 	ch := make(chan *blameRows, 1)
-	go func() {
+	runAhead(func() {
 		parent, err := g.s.Commit(head)
 		if err != nil {
 			ch <- &blameRows{err: err}
 			return
 		}
-		b := &blamer{s: g.s, get: stages{g.content}, parent: parent.Tree,
+		b := &blamer{s: g.s, get: stages{g.content}, rd: g.s.WriterReads(), parent: parent.Tree,
 			origin: g.meta.Origin, carry: g.meta.Carry}
 		rows, err := b.rowsFor(g.cs)
 		ch <- &blameRows{rows: rows, err: err}
-	}()
+	})
 	return ch
+}
+
+// Work done ahead runs on long-lived goroutines when one is idle: they keep
+// the deep stack SQLite's reads grow, which a new goroutine would grow
+// again on every commit (~60 µs of stack copying).
+var (
+	aheadJobs  = make(chan func())
+	aheadStart sync.Once
+)
+
+func runAhead(f func()) {
+	aheadStart.Do(func() {
+		for i := 0; i < runtime.GOMAXPROCS(0); i++ {
+			go func() {
+				for f := range aheadJobs {
+					f()
+				}
+			}()
+		}
+	})
+	select {
+	case aheadJobs <- f:
+	default:
+		go f() // all busy
+	}
 }
 
 // name makes the rows the ownership of commit.
@@ -384,7 +411,7 @@ func (g *gate) audit(res *Result) error {
 	if err != nil {
 		return err
 	}
-	b := &blamer{s: g.s, get: g.s, parent: parent.Tree, commit: res.Commit, origin: g.meta.Origin,
+	b := &blamer{s: g.s, get: g.s, rd: g.s, parent: parent.Tree, commit: res.Commit, origin: g.meta.Origin,
 		carry: g.meta.Carry, merges: g.merges}
 	return b.record(g.cs)
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 
@@ -157,8 +158,12 @@ func (t *RefTx) insertBlame(rows []BlameRow) error {
 
 // Blame returns the most recently recorded ownership of content at path.
 func (s *Store) Blame(path string, content object.ID) (Ownership, object.ID, bool, error) {
+	return s.blame(s.stmts.blame, path, content)
+}
+
+func (s *Store) blame(query *sql.Stmt, path string, content object.ID) (Ownership, object.ID, bool, error) {
 	var data, commit []byte
-	err := s.stmts.blame.QueryRow(path, content[:]).Scan(&data, &commit)
+	err := query.QueryRow(path, content[:]).Scan(&data, &commit)
 	if err != nil {
 		if isNoRows(err) {
 			return Ownership{}, object.Zero, false, nil

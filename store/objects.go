@@ -10,6 +10,12 @@ import (
 	"github.com/layerfs/layerfs/object"
 )
 
+// The queries that read an object and the newest ownership of a version.
+const (
+	getQuery   = `SELECT kind, size, enc, base, data FROM objects WHERE id = ?`
+	blameQuery = `SELECT data, commit_id FROM blame WHERE path = ? AND content = ? ORDER BY seq DESC LIMIT 1`
+)
+
 // readStmts are the hot read queries, prepared once: preparing a
 // statement costs more than running it.
 type readStmts struct {
@@ -21,11 +27,11 @@ func (s *Store) prepareStmts() error {
 		st  **sql.Stmt
 		sql string
 	}{
-		{&s.stmts.get, `SELECT kind, size, enc, base, data FROM objects WHERE id = ?`},
+		{&s.stmts.get, getQuery},
 		{&s.stmts.has, `SELECT 1 FROM objects WHERE id = ?`},
 		{&s.stmts.depth, `SELECT depth FROM objects WHERE id = ?`},
 		{&s.stmts.branch, `SELECT name, head, start, created, updated FROM branches WHERE name = ?`},
-		{&s.stmts.blame, `SELECT data, commit_id FROM blame WHERE path = ? AND content = ? ORDER BY seq DESC LIMIT 1`},
+		{&s.stmts.blame, blameQuery},
 		{&s.stmts.layerSeq, `SELECT layer, commit_id, created FROM manifest WHERE seq = ?`},
 		{&s.stmts.many, manyQuery},
 		{&s.stmts.run, runQuery},
@@ -62,8 +68,8 @@ type storedObject struct {
 
 // withRow reads object id's row and calls fn with it, without copying the
 // stored bytes out of SQLite first.
-func (s *Store) withRow(id object.ID, fn func(o *storedObject) error) error {
-	rows, err := s.stmts.get.Query(id[:])
+func (s *Store) withRow(get *sql.Stmt, id object.ID, fn func(o *storedObject) error) error {
+	rows, err := get.Query(id[:])
 	if err != nil {
 		return fmt.Errorf("read object %s: %w", id.Short(), err)
 	}
@@ -84,7 +90,7 @@ func (s *Store) withRow(id object.ID, fn func(o *storedObject) error) error {
 // Get returns the canonical bytes of object id, which must be of kind k.
 // The bytes are verified against id; a mismatch is ErrCorrupt.
 func (s *Store) Get(id object.ID, k object.Kind) ([]byte, error) {
-	data, kind, err := s.get(id, maxDeltaDepth+1)
+	data, kind, err := s.get(s.stmts.get, id, maxDeltaDepth+1)
 	if err != nil {
 		return nil, err
 	}
@@ -96,14 +102,16 @@ func (s *Store) Get(id object.ID, k object.Kind) ([]byte, error) {
 
 // GetAny returns an object's canonical bytes and kind.
 func (s *Store) GetAny(id object.ID) ([]byte, object.Kind, error) {
-	return s.get(id, maxDeltaDepth+1)
+	return s.get(s.stmts.get, id, maxDeltaDepth+1)
 }
 
-func (s *Store) get(id object.ID, budget int) ([]byte, object.Kind, error) {
+// get reads an object through the statement get (a reader's, or the
+// writer's).
+func (s *Store) get(get *sql.Stmt, id object.ID, budget int) ([]byte, object.Kind, error) {
 	var raw []byte
 	var kind object.Kind
 	var delta *storedObject // copied out: its base is read after the row is released
-	err := s.withRow(id, func(o *storedObject) error {
+	err := s.withRow(get, id, func(o *storedObject) error {
 		kind = o.kind
 		switch o.enc {
 		case encRaw:
@@ -119,7 +127,7 @@ func (s *Store) get(id object.ID, budget int) ([]byte, object.Kind, error) {
 		return nil
 	})
 	if err == nil && delta != nil {
-		raw, err = s.undelta(id, delta, budget)
+		raw, err = s.undelta(get, id, delta, budget)
 	}
 	if err != nil {
 		return nil, 0, err
@@ -132,7 +140,7 @@ func (s *Store) get(id object.ID, budget int) ([]byte, object.Kind, error) {
 
 // undelta rebuilds a delta-encoded object from its base, which is read (and
 // verified) in turn; budget bounds the chain.
-func (s *Store) undelta(id object.ID, o *storedObject, budget int) ([]byte, error) {
+func (s *Store) undelta(get *sql.Stmt, id object.ID, o *storedObject, budget int) ([]byte, error) {
 	if budget <= 1 {
 		return nil, fmt.Errorf("object %s: delta chain too deep: %w", id.Short(), ErrCorrupt)
 	}
@@ -140,7 +148,7 @@ func (s *Store) undelta(id object.ID, o *storedObject, budget int) ([]byte, erro
 	if err != nil {
 		return nil, fmt.Errorf("object %s: delta base: %w", id.Short(), ErrCorrupt)
 	}
-	base, _, err := s.get(baseID, budget-1)
+	base, _, err := s.get(get, baseID, budget-1)
 	if err != nil {
 		return nil, fmt.Errorf("object %s: delta base: %w", id.Short(), err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/layerfs/layerfs/object"
 )
 
 // writeStmts are the statements every commit runs, prepared once on the
@@ -11,6 +13,8 @@ import (
 // a commit runs about ten. A transaction uses them through stmt.
 type writeStmts struct {
 	insertPack, insertObject, sealPack, head, setHead, insertBlame *sql.Stmt
+	// get and blame read for a writer (see WriterReads).
+	get, blame *sql.Stmt
 }
 
 func (s *Store) prepareWriteStmts() error {
@@ -27,6 +31,8 @@ func (s *Store) prepareWriteStmts() error {
 		{&s.wstmts.head, `SELECT head FROM branches WHERE name = ?`},
 		{&s.wstmts.setHead, `UPDATE branches SET head = ?, updated = ? WHERE name = ? AND head = ?`},
 		{&s.wstmts.insertBlame, `INSERT INTO blame(path, content, commit_id, data) VALUES(?, ?, ?, ?)`},
+		{&s.wstmts.get, getQuery},
+		{&s.wstmts.blame, blameQuery},
 	} {
 		var err error
 		if *q.st, err = s.w.Prepare(q.sql); err != nil {
@@ -37,7 +43,7 @@ func (s *Store) prepareWriteStmts() error {
 }
 
 func (w *writeStmts) close() {
-	for _, st := range []*sql.Stmt{w.insertPack, w.insertObject, w.sealPack, w.head, w.setHead, w.insertBlame} {
+	for _, st := range []*sql.Stmt{w.insertPack, w.insertObject, w.sealPack, w.head, w.setHead, w.insertBlame, w.get, w.blame} {
 		if st != nil {
 			st.Close()
 		}
@@ -48,4 +54,39 @@ func (w *writeStmts) close() {
 // the statement is already prepared on it and is reused, not recompiled.
 func stmt(ctx context.Context, tx *sql.Tx, st *sql.Stmt) *sql.Stmt {
 	return tx.StmtContext(ctx, st)
+}
+
+// WriterReads is the Store read through the writer connection, for a
+// writer's own reads on its way to publish (the versions a commit
+// replaces, their line owners). A reader connection that finds the WAL
+// grown since its last read — after every commit — drops its page cache
+// and its mapping of the file before it reads; the writer connection
+// wrote those pages itself. Reads wait while another of this Store's
+// writers holds the connection. A read-only Store reads as usual.
+type WriterReads struct{ s *Store }
+
+// WriterReads returns the Store read through the writer connection.
+func (s *Store) WriterReads() WriterReads { return WriterReads{s} }
+
+// Get is Store.Get through the writer connection.
+func (w WriterReads) Get(id object.ID, k object.Kind) ([]byte, error) {
+	if w.s.w == nil {
+		return w.s.Get(id, k)
+	}
+	data, kind, err := w.s.get(w.s.wstmts.get, id, maxDeltaDepth+1)
+	if err != nil {
+		return nil, err
+	}
+	if kind != k {
+		return nil, wrongKind(id, kind, k)
+	}
+	return data, nil
+}
+
+// Blame is Store.Blame through the writer connection.
+func (w WriterReads) Blame(path string, content object.ID) (Ownership, object.ID, bool, error) {
+	if w.s.w == nil {
+		return w.s.Blame(path, content)
+	}
+	return w.s.blame(w.s.wstmts.blame, path, content)
 }
