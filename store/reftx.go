@@ -100,7 +100,8 @@ func (t *RefTx) Head(branch string) (object.ID, error) {
 // grown since its last read drops its page cache and its mapping of the
 // file (~0.1 ms), and a writer's previous commit always grew it; the
 // writer connection wrote those pages itself. It waits while another of
-// this Store's writers holds the connection, as publishing would.
+// this Store's writers holds the connection, as publishing would (so never
+// call it inside Update).
 func (s *Store) HeadForWrite(branch string) (object.ID, error) {
 	if s.w == nil {
 		b, err := s.Branch(branch)

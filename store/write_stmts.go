@@ -62,7 +62,8 @@ func stmt(ctx context.Context, tx *sql.Tx, st *sql.Stmt) *sql.Stmt {
 // grown since its last read — after every commit — drops its page cache
 // and its mapping of the file before it reads; the writer connection
 // wrote those pages itself. Reads wait while another of this Store's
-// writers holds the connection. A read-only Store reads as usual.
+// writers holds the connection, so never read through it inside Update:
+// that would wait for itself. A read-only Store reads as usual.
 type WriterReads struct{ s *Store }
 
 // WriterReads returns the Store read through the writer connection.
