@@ -22,16 +22,19 @@
 // close to it: the kernel issues its own read-ahead requests in parallel and
 // out of order) is sequential, and each sequential read doubles a window,
 // up to Options.ReadAhead, of chunks past the read that are prefetched in
-// the background by the Cache's workers, one per core. A read of several
-// chunks also hands all but its first chunk to the workers, so one large
-// request is served by every core. A read elsewhere resets the window.
+// the background by the Cache's workers, one per core. The window is topped
+// up only once half of it has been read, so each top-up is a long run of
+// chunks. A read of several chunks also hands all but its first chunk to
+// the workers, so one large request is served by every core. A read
+// elsewhere resets the window.
 //
 // Prefetched chunks are claimed in the Cache when they are queued, so a
 // reader that needs one waits for the worker rather than loading it a
 // second time, and they are read in batches: a Store that offers GetMany
-// (BatchStore) reads a run of chunks in one query, which costs far less
-// than a query per chunk. A full queue makes the reader that adds to it
-// wait, which bounds the memory read-ahead can claim.
+// (BatchStore) reads a batch in one query — *store.Store reads the chunks
+// of a file, stored together, in one pass over its table — which costs far
+// less than a query per chunk. A full queue makes the reader that adds to
+// it wait, which bounds the memory read-ahead can claim.
 //
 // File.ReadAt copies, as io.ReaderAt must; File.Slices returns the cached
 // chunks themselves, for callers (fusefs) that can write them out as they
