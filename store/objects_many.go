@@ -20,18 +20,19 @@ const manyPointMax = 16
 // over the table's b-tree, from the first object asked for to the last,
 // keeping those asked for, where manyQuery costs an index search and a
 // table search per object: it about halves what reading a chunk costs.
-// The stretch read is at most runSlack times as long as the list; what it
-// does not hold is then looked up by ID.
+// When the stretch between the first and the last is over runSlack times
+// as long as the list (the subtrees of a directory, say), runQuery reads
+// nothing; what it does not read is then looked up by ID.
 const runSlack = 4
 
 // runQuery reads those of GetManyMax IDs (?1 to ?64, the first and the
 // last asked for at either end) whose seq lies between the first's and
-// the last's, but at most ?65 rows past the lower. NOT INDEXED keeps
+// the last's, if those are fewer than ?65 rows apart. NOT INDEXED keeps
 // SQLite on the rowid range rather than the ID index; the bounds are
 // constant subqueries, run once.
 var runQuery = fmt.Sprintf(`SELECT id, kind, size, enc, base, data FROM objects NOT INDEXED
 WHERE seq BETWEEN (SELECT min(seq) FROM objects WHERE id IN (?1, ?%[1]d))
-	AND (SELECT min(max(seq), min(seq) + ?%[2]d) FROM objects WHERE id IN (?1, ?%[1]d))
+	AND (SELECT CASE WHEN max(seq) - min(seq) < ?%[2]d THEN max(seq) ELSE 0 END FROM objects WHERE id IN (?1, ?%[1]d))
 	AND id IN (%[3]s)`, GetManyMax, GetManyMax+1, numbered(1, GetManyMax))
 
 // numbered lists the numbered parameters ?from to ?to.
