@@ -13,43 +13,32 @@ import (
 )
 
 // benchFileSize is the size of the random (so raw-stored) file the read
-// benchmarks read: big enough that the Cache cannot hold it.
+// benchmark reads: bigger than the default Cache.
 const benchFileSize = 256 << 20
 
-var benchFile struct {
-	once sync.Once
-	s    *store.Store
-	tree object.ID
-	size int64
-	err  error
-}
-
-// openBenchFile stores benchFileSize random bytes once per test binary
-// and returns the Store and a tree holding them as "big".
-func openBenchFile(b *testing.B) (*store.Store, object.ID) {
+// writeBenchFile stores benchFileSize random bytes in a new Store and
+// returns it and a tree holding them as "big".
+func writeBenchFile(b *testing.B) (*store.Store, object.ID) {
 	b.Helper()
-	benchFile.once.Do(func() {
-		s, err := store.Open(b.TempDir()+"/bench.layerfs", store.Options{Create: true, Durability: store.Fast})
-		if err != nil {
-			benchFile.err = err
-			return
-		}
-		bt := s.NewBatch()
-		f, err := extents.Write(bt, io.LimitReader(rand.New(rand.NewSource(1)), benchFileSize))
-		var tree object.ID
-		if err == nil {
-			tree, err = bt.PutTree(&store.Tree{Entries: []store.Entry{
-				{Name: "big", Type: store.TypeFile, Mode: 0644, Size: f.Size, ID: f.ID}}})
-		}
-		if ferr := bt.Flush(); err == nil {
-			err = ferr
-		}
-		benchFile.s, benchFile.tree, benchFile.size, benchFile.err = s, tree, f.Size, err
-	})
-	if benchFile.err != nil {
-		b.Fatal(benchFile.err)
+	s, err := store.Open(b.TempDir()+"/bench.layerfs", store.Options{Create: true, Durability: store.Fast})
+	if err != nil {
+		b.Fatal(err)
 	}
-	return benchFile.s, benchFile.tree
+	b.Cleanup(func() { s.Close() })
+	bt := s.NewBatch()
+	f, err := extents.Write(bt, io.LimitReader(rand.New(rand.NewSource(1)), benchFileSize))
+	var tree object.ID
+	if err == nil {
+		tree, err = bt.PutTree(&store.Tree{Entries: []store.Entry{
+			{Name: "big", Type: store.TypeFile, Mode: 0644, Size: f.Size, ID: f.ID}}})
+	}
+	if ferr := bt.Flush(); err == nil {
+		err = ferr
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, tree
 }
 
 // BenchmarkFileSlicesSequential reads the bench file from start to end
@@ -58,7 +47,7 @@ func openBenchFile(b *testing.B) (*store.Store, object.ID) {
 // sends several). Each pass uses a fresh Cache, so every chunk comes from
 // the Store.
 func BenchmarkFileSlicesSequential(b *testing.B) {
-	s, tree := openBenchFile(b)
+	s, tree := writeBenchFile(b)
 	for _, c := range []struct {
 		req int64
 		par int
