@@ -19,10 +19,18 @@
 // so a writer always makes progress and the lock is held for one short
 // rebuild at most.
 //
-// After a Commit lands, line ownership for its changed text files is
-// appended to an audit table kept apart from the objects (blame), in its own
-// transaction: if that append fails, the Commit stands and those lines read
-// "unknown".
+// Line ownership for a Commit's changed text files is appended to an audit
+// table kept apart from the objects (blame), after the Commit: it is worked
+// out before the lock (beside the rebuild when there is nothing to merge)
+// and inserted in the Commit's transaction after the branch moves, under a
+// savepoint, so a failed append rolls back alone. When head moved past the
+// paths it read, or the caller defers it (Meta.DeferAudit), it is appended
+// after landing in a transaction of its own. Either way, if the append
+// fails the Commit stands and those lines read "unknown".
+//
+// Large directories are cut into nodes (see package store), so a change
+// rebuilds one small leaf per large directory on its path, not the whole
+// directory.
 //
 // Capture (CaptureUpper) turns an overlayfs upperdir into a Changeset. A
 // big file whose lower version is a file too — copied up and edited in
