@@ -175,21 +175,20 @@ func (f *fscker) tree(id object.ID, from string) {
 	}
 }
 
-// treeNodes reads the nodes of a large directory, each verified and counted
-// once; a node two versions share is read again for the second.
+// treeNodes reads the nodes of a large directory — a few queries at a
+// time, and from the node cache those that versions share, each read
+// verified once — counting each node once.
 func (f *fscker) treeNodes(ids []object.ID) ([][]byte, error) {
-	out := make([][]byte, len(ids))
+	out, err := f.s.fetchTreeNodes(ids)
+	if err != nil {
+		return nil, err
+	}
 	for i, id := range ids {
-		data, err := f.s.Get(id, object.KindTree)
-		if err != nil {
-			return nil, fmt.Errorf("tree node %s: %w", id.Short(), err)
-		}
 		if !f.seen[id] {
 			f.seen[id] = true
 			f.rep.Objects++
-			f.rep.Bytes += int64(len(data))
+			f.rep.Bytes += int64(len(out[i]))
 		}
-		out[i] = data
 	}
 	return out, nil
 }

@@ -215,3 +215,60 @@ func TestOpenMigratesFormat4Trees(t *testing.T) {
 		t.Fatalf("new version: %v", err)
 	}
 }
+
+// TestFsckChecksTreeNodes: fsck counts every node of a large directory
+// once across versions, and reports a node that rots.
+func TestFsckChecksTreeNodes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.layerfs")
+	s, err := Open(path, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := bigTree(400)
+	for i := range first.Entries { // links: no content to store
+		e := &first.Entries[i]
+		e.Type, e.Mode, e.Target, e.Size, e.ID = TypeSymlink, 0o777, "target", 6, object.Zero
+	}
+	second := first.Clone()
+	second.Entries[3].Target = "elsewhere"
+	var heads []object.ID
+	for _, tr := range []*Tree{first, second} {
+		b := s.NewBatch()
+		root, err := b.PutTree(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := b.PutCommit(&Commit{Tree: root, Parents: heads, Origin: "operation:t", Time: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		heads = []object.ID{c}
+	}
+	if err := s.Update(func(tx *RefTx) error { return tx.CreateBranch("b", heads[0], "test") }); err != nil {
+		t.Fatal(err)
+	}
+	nodes1, _ := first.Nodes()
+	nodes2, _ := second.Nodes()
+	distinct := map[object.ID]bool{}
+	for _, n := range append(nodes1, nodes2...) {
+		distinct[n.ID] = true
+	}
+	rep, err := s.Fsck()
+	if err != nil || !rep.OK() || rep.Objects != len(distinct)+2 {
+		t.Fatalf("fsck: %d objects, want %d tree nodes and 2 commits; %v, %d problems", rep.Objects, len(distinct), err, len(rep.Problems))
+	}
+	s.Close()
+	CorruptObject(t, path, nodes1[1].ID) // a leaf both versions share
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rep, err = s.Fsck()
+	if err != nil || rep.OK() {
+		t.Fatalf("fsck after a leaf rotted: %v %+v", err, rep)
+	}
+}
