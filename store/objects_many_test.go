@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -146,5 +147,48 @@ func TestRunQueryPlan(t *testing.T) {
 	}
 	if len(plan) == 0 || plan[0] != "SEARCH objects USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)" {
 		t.Errorf("runQuery's plan:\n%s", strings.Join(plan, "\n"))
+	}
+}
+
+// TestInsertSomeStoredAlready: objects written in one transaction,
+// some of them stored before: each is counted as new or reused rightly,
+// and all read back.
+func TestInsertSomeStoredAlready(t *testing.T) {
+	s := NewTestStore(t)
+	var data [][]byte
+	for i := 0; i < 19; i++ {
+		data = append(data, []byte(fmt.Sprintf("small object %d", i)))
+	}
+	first := s.NewStage()
+	for _, d := range data[:5] {
+		if _, err := first.Put(object.KindChunk, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := first.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Update(func(tx *RefTx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	second := s.NewStage()
+	var ids []object.ID
+	for _, d := range data {
+		id, err := second.Put(object.KindChunk, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := s.Update(func(tx *RefTx) error { tx.Write(second); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if st := second.Stats(); st.New != len(data)-5 || st.Reused != 5 {
+		t.Errorf("stats %+v: want %d new, 5 reused", st, len(data)-5)
+	}
+	for i, id := range ids {
+		if got, err := s.Get(id, object.KindChunk); err != nil || string(got) != string(data[i]) {
+			t.Errorf("object %d: %q %v", i, got, err)
+		}
 	}
 }
