@@ -25,3 +25,11 @@ type Store interface {
 type Getter interface {
 	Get(id object.ID, k object.Kind) ([]byte, error)
 }
+
+// ChunkBatcher is a Store that stores several chunks at once for less
+// than one at a time (one lookup of which it already holds, say).
+// WriteConcurrent hands it runs of chunks when it has it; each is stored
+// as PutChunk with no base would.
+type ChunkBatcher interface {
+	PutChunks(chunks [][]byte) ([]object.ID, error)
+}

@@ -108,24 +108,30 @@ func errorsFirst(errs ...error) error {
 	return nil
 }
 
-// chunkWriter stores chunks on worker goroutines and collects their
-// entries in the order they were given.
+// chunkWriter stores chunks on worker goroutines, a run of up to
+// chunkRun at a time, and collects their entries in the order they were
+// given.
 type chunkWriter struct {
 	s      Store
 	jobs   chan chunkJob
+	run    chunkJob // being collected
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	leaves []Entry
 	err    error
 }
 
+// chunkRun is how many chunks a worker stores at once: a ChunkBatcher
+// looks them up together.
+const chunkRun = 16
+
 type chunkJob struct {
-	i    int
-	data []byte
+	i    int // the first chunk's index
+	data [][]byte
 }
 
 func newChunkWriter(s Store, workers int) *chunkWriter {
-	w := &chunkWriter{s: s, jobs: make(chan chunkJob, 4*workers)}
+	w := &chunkWriter{s: s, jobs: make(chan chunkJob, workers)}
 	for range workers {
 		w.wg.Add(1)
 		go w.work()
@@ -136,9 +142,11 @@ func newChunkWriter(s Store, workers int) *chunkWriter {
 func (w *chunkWriter) work() {
 	defer w.wg.Done()
 	for j := range w.jobs {
-		id, err := w.s.PutChunk(j.data, object.Zero)
+		ids, err := w.store(j.data)
 		w.mu.Lock()
-		w.leaves[j.i].ID = id
+		for k, id := range ids {
+			w.leaves[j.i+k].ID = id
+		}
 		if err != nil && w.err == nil {
 			w.err = fmt.Errorf("put chunk: %w", err)
 		}
@@ -146,22 +154,51 @@ func (w *chunkWriter) work() {
 	}
 }
 
-// put queues a chunk; it fails once a worker has failed.
+func (w *chunkWriter) store(chunks [][]byte) ([]object.ID, error) {
+	if b, ok := w.s.(ChunkBatcher); ok {
+		return b.PutChunks(chunks)
+	}
+	ids := make([]object.ID, 0, len(chunks))
+	for _, data := range chunks {
+		id, err := w.s.PutChunk(data, object.Zero)
+		if err != nil {
+			return ids, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// put adds a chunk to the run being collected, and queues a full run; it
+// fails once a worker has failed.
 func (w *chunkWriter) put(data []byte) error {
 	w.mu.Lock()
 	err := w.err
-	i := len(w.leaves)
+	if w.run.data == nil {
+		w.run.i = len(w.leaves)
+	}
 	w.leaves = append(w.leaves, Entry{Len: int64(len(data))})
 	w.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	w.jobs <- chunkJob{i: i, data: data}
+	w.run.data = append(w.run.data, data)
+	if len(w.run.data) == chunkRun {
+		w.flush()
+	}
 	return nil
 }
 
-// wait stops the workers and returns the entries.
+func (w *chunkWriter) flush() {
+	if len(w.run.data) > 0 {
+		w.jobs <- w.run
+	}
+	w.run = chunkJob{}
+}
+
+// wait queues the last run, stops the workers and returns the entries.
 func (w *chunkWriter) wait() ([]Entry, error) {
+	w.flush()
 	close(w.jobs)
 	w.wg.Wait()
 	return w.leaves, w.err

@@ -284,3 +284,50 @@ func TestStageSpillsInBackground(t *testing.T) {
 		t.Errorf("stats count %d new objects, want %d", n, len(ids))
 	}
 }
+
+// TestStagePutChunks: a run of chunks staged at once — some stored, some
+// staged, some twice in the run — gets the IDs PutChunk gives, and each
+// new one is written once.
+func TestStagePutChunks(t *testing.T) {
+	s := NewTestStore(t)
+	chunk := func(i int) []byte { return randBytes(int64(1000+i), 16<<10) }
+	st := s.NewStage()
+	for i := 0; i < 3; i++ {
+		if _, err := st.PutChunk(chunk(i), object.Zero); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	st = s.NewStage()
+	st.PutChunk(chunk(3), object.Zero)
+	run := [][]byte{chunk(0), chunk(3), chunk(4), chunk(4), chunk(5)}
+	for i := 6; i < 40; i++ {
+		run = append(run, chunk(i))
+	}
+	ids, err := st.PutChunks(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, data := range run {
+		if ids[i] != object.Sum(object.KindChunk, data) {
+			t.Fatalf("chunk %d: id %s", i, ids[i].Short())
+		}
+	}
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Stats().New; got != 37 { // 3, 4, 5 and 6..39
+		t.Errorf("%d new objects written, want 37", got)
+	}
+	if held, err := s.HasMany(ids); err != nil || len(held) != len(ids) {
+		t.Fatalf("HasMany: %v, %v", held, err)
+	} else {
+		for i, ok := range held {
+			if !ok {
+				t.Errorf("chunk %d not stored", i)
+			}
+		}
+	}
+}

@@ -77,6 +77,44 @@ func (st *Stage) put(k object.Kind, raw []byte, base object.ID, owned bool) (obj
 	if !owned {
 		raw = bytes.Clone(raw)
 	}
+	st.stageNew(id, k, raw, base)
+	return id, nil
+}
+
+// PutChunks stages several chunks, as PutChunk each with no base, asking
+// the Store which it holds in one query per store.HasManyMax of them
+// rather than one each. The chunks become the Stage's.
+func (st *Stage) PutChunks(chunks [][]byte) ([]object.ID, error) {
+	ids := make([]object.ID, len(chunks))
+	var ask []object.ID
+	var askAt []int
+	st.mu.Lock()
+	for i, raw := range chunks {
+		ids[i] = object.Sum(object.KindChunk, raw)
+		if _, staged := st.objs[ids[i]]; !staged {
+			ask, askAt = append(ask, ids[i]), append(askAt, i)
+		}
+	}
+	st.mu.Unlock()
+	held, err := st.s.HasMany(ask)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range askAt {
+		if held[j] {
+			st.mu.Lock()
+			st.stats.Reused++
+			st.mu.Unlock()
+			continue
+		}
+		st.stageNew(ids[i], object.KindChunk, chunks[i], object.Zero)
+	}
+	return ids, nil
+}
+
+// stageNew encodes and stages an object the Store lacks, and starts a
+// spill when enough is queued.
+func (st *Stage) stageNew(id object.ID, k object.Kind, raw []byte, base object.ID) {
 	o := st.s.encode(id, k, raw, base, st.lookupPending)
 	st.mu.Lock()
 	if _, dup := st.objs[id]; !dup {
@@ -97,7 +135,6 @@ func (st *Stage) put(k object.Kind, raw []byte, base object.ID, owned bool) (obj
 	if spill != nil {
 		go st.spill(n, spill)
 	}
-	return id, nil
 }
 
 // spill writes objs, spill n, as a pack and forgets them. Should that
