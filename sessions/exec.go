@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,8 +22,9 @@ import (
 // streaming form has no bound.
 const maxOutput = 16 << 20
 
-// outputGrace is how long exec waits, after its command exits, for output
-// from processes the command left running.
+// outputGrace is how long exec waits, after its command exits, for more
+// output from processes the command left running: output already written
+// is always read, however long that takes on a busy machine.
 const outputGrace = 250 * time.Millisecond
 
 // Exec runs a command in a Workspace's namespace. When stream is set it
@@ -46,7 +49,7 @@ func (w *workspace) exec(ctx context.Context, req api.ExecRequest, stream func(a
 	}
 	out := newOutput(stream)
 	start := time.Now()
-	cmd, err := w.start(req, out)
+	cmd, pipes, err := w.start(req, out)
 	if err != nil {
 		return api.ExecResult{}, err
 	}
@@ -61,6 +64,12 @@ func (w *workspace) exec(ctx context.Context, req api.ExecRequest, stream func(a
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the whole process group
 		waitErr = <-done
 	}
+	for _, p := range pipes {
+		p.exited()
+	}
+	for _, p := range pipes {
+		<-p.done
+	}
 	res := out.result()
 	res.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	res.TimedOut = timedOut
@@ -68,13 +77,61 @@ func (w *workspace) exec(ctx context.Context, req api.ExecRequest, stream func(a
 	return res, nil
 }
 
+// outPipe carries a command's stdout or stderr to the output. It is read
+// until every process holding it has closed it or, once the command has
+// exited, until it stays silent for outputGrace: a process the command
+// left in the background may hold it open for as long as it runs.
+// (exec.Cmd's WaitDelay would close it outputGrace after the exit even
+// with output still unread in it, which on a busy machine lost a
+// command's whole output now and then.)
+type outPipe struct {
+	r, w *os.File
+	gone atomic.Bool // the command exited
+	done chan struct{}
+}
+
+func newOutPipe() (*outPipe, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	return &outPipe{r: r, w: w, done: make(chan struct{})}, nil
+}
+
+// copy reads the pipe into dst until it ends (see outPipe).
+func (p *outPipe) copy(dst io.Writer) {
+	defer close(p.done)
+	defer p.r.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := p.r.Read(buf)
+		if n > 0 {
+			dst.Write(buf[:n])
+			if p.gone.Load() {
+				p.r.SetReadDeadline(time.Now().Add(outputGrace))
+			}
+		}
+		if err != nil {
+			return // the end, or silence after the exit
+		}
+	}
+}
+
+// exited starts the grace period: from now on the pipe is read only while
+// output keeps coming.
+func (p *outPipe) exited() {
+	p.gone.Store(true)
+	p.r.SetReadDeadline(time.Now().Add(outputGrace))
+}
+
 // start starts the command from inside the Workspace's namespace, under
-// the read lock, so a commit cannot swap the view while it starts.
-func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, error) {
+// the read lock, so a commit cannot swap the view while it starts. Its
+// stdout and stderr are pipes being read into out.
+func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPipe, error) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	if w.holder == nil {
-		return nil, fmt.Errorf("workspace %s: %w", w.rec.ID, ErrNotFound)
+		return nil, nil, fmt.Errorf("workspace %s: %w", w.rec.ID, ErrNotFound)
 	}
 	dir := w.rec.Path
 	if req.Cwd != "" {
@@ -83,26 +140,42 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, error) {
 			dir = path.Join(w.rec.Path, dir)
 		}
 	}
+	stdout, err := newOutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	stderr, err := newOutPipe()
+	if err != nil {
+		stdout.r.Close()
+		stdout.w.Close()
+		return nil, nil, err
+	}
 	w.d.reaper.track(w.holder.ns)
 	var cmd *exec.Cmd
-	err := w.holder.inNamespace(req.IsolateNetwork, func() error {
+	err = w.holder.inNamespace(req.IsolateNetwork, func() error {
 		// Look the program up here, so a path inside the Workspace works.
 		cmd = exec.Command(req.Argv[0], req.Argv[1:]...)
 		cmd.Dir = dir
 		cmd.Env = req.Env
 		cmd.Stdin = strings.NewReader(req.Stdin)
-		cmd.Stdout, cmd.Stderr = out.writer("stdout"), out.writer("stderr")
+		cmd.Stdout, cmd.Stderr = stdout.w, stderr.w
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		// A process the command left in the background may hold its
-		// output open; once the command itself exits, wait only briefly
-		// for that output, so exec returns.
+		// Only stdin goes through a goroutine of exec's: once the command
+		// exits, a background process holding stdin unread must not keep
+		// Wait from returning.
 		cmd.WaitDelay = outputGrace
 		return cmd.Start()
 	})
+	stdout.w.Close() // the command's copies are its own now
+	stderr.w.Close()
 	if err != nil {
-		return nil, fmt.Errorf("%w: start %s: %v", ErrBadRequest, req.Argv[0], err)
+		stdout.r.Close()
+		stderr.r.Close()
+		return nil, nil, fmt.Errorf("%w: start %s: %v", ErrBadRequest, req.Argv[0], err)
 	}
-	return cmd, nil
+	go stdout.copy(out.writer("stdout"))
+	go stderr.copy(out.writer("stderr"))
+	return cmd, []*outPipe{stdout, stderr}, nil
 }
 
 // exitCode is the command's exit status as a shell reports it (128+N for
