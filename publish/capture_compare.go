@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,20 @@ import (
 // hashing the upper file over the lower's chunks (extents.Diff), which
 // capture falls back to when the lower file is not mostly in memory, so
 // that comparing would first read it through FUSE.
+
+// A page of the mapped lower file that is not cached is read through the
+// FUSE mount on first touch; should that read fail (a damaged object),
+// the touch faults. Every function that touches the mapping therefore
+// runs with SetPanicOnFault and turns a fault into an error (guardFault),
+// after which capture hashes instead, and reports the damage then.
+
+// guardFault, deferred after debug.SetPanicOnFault(true), turns a fault
+// into *err.
+func guardFault(err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("read lower file: %v", r)
+	}
+}
 
 // errNotResident: the lower file is not mostly in the page cache.
 var errNotResident = errors.New("lower file not in the page cache")
@@ -115,7 +130,9 @@ func (c *comparer) run() error {
 }
 
 // span compares [lo, hi) a block at a time.
-func (c *comparer) span(lo, hi int64) error {
+func (c *comparer) span(lo, hi int64) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer guardFault(&err)
 	buf := make([]byte, compareBlock)
 	for off := lo; off < hi; off += compareBlock {
 		n := min(compareBlock, hi-off)
@@ -208,7 +225,9 @@ func spliceLower(f *os.File, size int64, path string, lowerSize int64) (off, del
 }
 
 // commonPrefix is how many of the first n bytes f and lower share.
-func commonPrefix(f *os.File, lower []byte, n int64) (int64, error) {
+func commonPrefix(f *os.File, lower []byte, n int64) (_ int64, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer guardFault(&err)
 	buf := make([]byte, compareBlock)
 	for off := int64(0); off < n; off += compareBlock {
 		b := buf[:min(compareBlock, n-off)]
@@ -224,7 +243,9 @@ func commonPrefix(f *os.File, lower []byte, n int64) (int64, error) {
 
 // commonSuffix is how many of the last bytes f (size bytes) and lower
 // share, at most n.
-func commonSuffix(f *os.File, size int64, lower []byte, n int64) (int64, error) {
+func commonSuffix(f *os.File, size int64, lower []byte, n int64) (_ int64, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer guardFault(&err)
 	buf := make([]byte, compareBlock)
 	for done := int64(0); done < n; {
 		k := min(compareBlock, n-done)

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/layerfs/layerfs/extents"
 	"github.com/layerfs/layerfs/store"
 )
@@ -134,5 +136,45 @@ func TestSpliceLower(t *testing.T) {
 		if canon, _ := extents.WriteBytes(st, want); canon != g {
 			t.Errorf("%s: spliced %s/%d, want %s/%d", name, g.ID.Short(), g.Size, canon.ID.Short(), canon.Size)
 		}
+	}
+}
+
+// TestCompareFaultIsAnError: a page of the lower mapping that cannot be
+// read (here: its file was cut short after mapping) is an error, not a
+// crash.
+func TestCompareFaultIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	data := bytes.Repeat([]byte("lower "), 200<<10)
+	path := filepath.Join(dir, "lower")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lf, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lf.Close()
+	m, err := unix.Mmap(int(lf.Fd()), 0, len(data), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "upper"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	up, err := os.Open(filepath.Join(dir, "upper"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	if _, err := commonPrefix(up, m, int64(len(data))); err == nil {
+		t.Error("commonPrefix over a vanished mapping: no error")
+	}
+	c := comparer{upper: up, lower: m, common: int64(len(data)), limit: math.MaxInt64}
+	if err := c.run(); err == nil {
+		t.Error("compare over a vanished mapping: no error")
 	}
 }
