@@ -28,6 +28,7 @@ func notifySignals() chan os.Signal {
 }
 
 func (s *Server) serveUntil(sigs <-chan os.Signal) error {
+	s.log.Printf("serving %s", s.mnt) // the mount is ready: go-fuse's own first requests are done
 	select {
 	case <-s.done:
 		return nil

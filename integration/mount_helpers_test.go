@@ -102,7 +102,11 @@ func startServer(t *testing.T, storePath, ref, mnt string, extra ...string) *exe
 	t.Helper()
 	args := append([]string{"mount", "--foreground", "--store", storePath}, extra...)
 	cmd := exec.Command(layerfsBin, append(args, ref, mnt)...)
-	cmd.Stderr = os.Stderr
+	// The server logs "serving MNT" once go-fuse's start-up requests to
+	// its own mount are done. A kill before that can leave it stuck in
+	// the kernel, flushing a file of its own mount that nobody serves.
+	ready := make(chan struct{})
+	cmd.Stderr = &lineWatch{w: os.Stderr, want: "serving " + mnt, seen: ready}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -120,6 +124,11 @@ func startServer(t *testing.T, storePath, ref, mnt string, extra ...string) *exe
 		}
 	})
 	waitMounted(t, mnt, true)
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the server at %s did not log that it serves within 10 s", mnt)
+	}
 	return cmd
 }
 
@@ -176,4 +185,29 @@ func run(t *testing.T, dir string, env []string, name string, args ...string) st
 		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
 	return string(out)
+}
+
+// lineWatch passes a server's standard error through to w and closes seen
+// once a line holding want has gone by.
+type lineWatch struct {
+	w    *os.File
+	want string
+	seen chan struct{}
+	line []byte
+}
+
+func (lw *lineWatch) Write(p []byte) (int, error) {
+	lw.w.Write(p)
+	for _, c := range p {
+		if c != '\n' {
+			lw.line = append(lw.line, c)
+			continue
+		}
+		if lw.seen != nil && strings.Contains(string(lw.line), lw.want) {
+			close(lw.seen)
+			lw.seen = nil
+		}
+		lw.line = lw.line[:0]
+	}
+	return len(p), nil
 }
