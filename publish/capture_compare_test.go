@@ -18,20 +18,7 @@ import (
 // TestCompareLowerPatches: the ranges compareLower finds, patched into the
 // lower version, make the upper file's canonical content.
 func TestCompareLowerPatches(t *testing.T) {
-	s := store.NewTestStore(t)
-	dir := t.TempDir()
-	rng := rand.New(rand.NewSource(7))
-	old := make([]byte, 3<<20+123)
-	rng.Read(old)
-	lowerPath := filepath.Join(dir, "lower")
-	if err := os.WriteFile(lowerPath, old, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	st := s.NewStage()
-	f, err := extents.WriteBytes(st, old)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, lowerPath, old, st, f := lowerFixture(t, 7, 3<<20+123)
 	edits := map[string]func([]byte) []byte{
 		"same":        func(b []byte) []byte { return b },
 		"ten bytes":   func(b []byte) []byte { copy(b[2<<20+7:], "0123456789"); return b },
@@ -82,20 +69,7 @@ func TestCompareLowerPatches(t *testing.T) {
 // TestSpliceLower: a file whose size changed by one run of bytes anywhere
 // is found as that one splice, which makes its canonical content.
 func TestSpliceLower(t *testing.T) {
-	s := store.NewTestStore(t)
-	dir := t.TempDir()
-	rng := rand.New(rand.NewSource(8))
-	old := make([]byte, 3<<20+77)
-	rng.Read(old)
-	lowerPath := filepath.Join(dir, "lower")
-	if err := os.WriteFile(lowerPath, old, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	st := s.NewStage()
-	f, err := extents.WriteBytes(st, old)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, lowerPath, old, st, f := lowerFixture(t, 8, 3<<20+77)
 	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 	for name, want := range map[string][]byte{
 		"prepend":        cat([]byte("0123456789"), old),
@@ -177,4 +151,24 @@ func TestCompareFaultIsAnError(t *testing.T) {
 	if err := c.run(); err == nil {
 		t.Error("compare over a vanished mapping: no error")
 	}
+}
+
+// lowerFixture writes size random bytes (from seed) as a lower file in a
+// temporary directory and as a stored file: the old version capture
+// compares with.
+func lowerFixture(t *testing.T, seed int64, size int) (dir, lowerPath string, old []byte, st *store.Stage, f extents.File) {
+	t.Helper()
+	dir = t.TempDir()
+	old = make([]byte, size)
+	rand.New(rand.NewSource(seed)).Read(old)
+	lowerPath = filepath.Join(dir, "lower")
+	if err := os.WriteFile(lowerPath, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st = store.NewTestStore(t).NewStage()
+	f, err := extents.WriteBytes(st, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, lowerPath, old, st, f
 }
