@@ -20,13 +20,14 @@ import (
 // without them. bench/mount.sh compares whole commands against ext4 and
 // go-fuse's loopback instead.
 
+// needFUSE skips a benchmark that cannot mount FUSE.
 func needFUSE(b *testing.B) {
 	b.Helper()
 	if os.Geteuid() != 0 {
-		b.Skip("mount benchmarks need root")
+		b.Skip("this benchmark needs root")
 	}
 	if _, err := os.Stat("/dev/fuse"); err != nil {
-		b.Skip("mount benchmarks need /dev/fuse")
+		b.Skip("this benchmark needs /dev/fuse")
 	}
 }
 

@@ -33,15 +33,10 @@ import (
 // (default /var/tmp), keyed by source, Go version and Store format, because
 // init takes a while; each benchmark works on a private copy.
 
-// wsNeedRoot skips a benchmark that cannot mount.
+// wsNeedRoot skips a benchmark that cannot mount a Workspace.
 func wsNeedRoot(b *testing.B) {
 	b.Helper()
-	if os.Geteuid() != 0 {
-		b.Skip("workspace benchmarks need root")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		b.Skip("workspace benchmarks need /dev/fuse")
-	}
+	needFUSE(b)
 	if fss, _ := os.ReadFile("/proc/filesystems"); !strings.Contains(string(fss), "overlay") {
 		b.Skip("workspace benchmarks need overlayfs")
 	}
@@ -112,7 +107,7 @@ func wsKeptStore(b *testing.B, key string, make func(dir string) error) string {
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%d", key, runtime.Version(), store.FormatVersion)))
 	dir := filepath.Join(benchDir(), "layerfs-bench-cache")
 	path := filepath.Join(dir, "ws-"+hex.EncodeToString(sum[:6])+".layerfs")
-	if !wsUsable(path) {
+	if !usable(path) {
 		if err := wsBuildStore(dir, path, make); err != nil {
 			b.Fatalf("fixture %s: %v", key, err)
 		}
@@ -153,16 +148,6 @@ func wsBuildStore(dir, path string, make func(dir string) error) error {
 	fmt.Fprintf(os.Stderr, "bench: captured %d files, %d bytes in %v into %s\n",
 		res.Files, res.Bytes, time.Since(start).Round(time.Millisecond), path)
 	return os.Rename(tmp, path)
-}
-
-func wsUsable(path string) bool {
-	st, err := layerfs.Open(path, layerfs.Options{ReadOnly: true})
-	if err != nil {
-		return false
-	}
-	_, err = st.Backend().Branch("main")
-	st.Close()
-	return err == nil
 }
 
 // wsGoroot is Go's own tree, ~15k files.
