@@ -61,27 +61,40 @@ const (
 // not mostly cached, and with extents.ErrTooDifferent when more than limit
 // bytes within lowerSize differ.
 func compareLower(f *os.File, size int64, path string, lowerSize, limit int64) ([]extents.Range, error) {
+	lower, err := mapLower(path, lowerSize)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Munmap(lower)
+	c := comparer{upper: f, lower: lower, common: min(size, lowerSize), limit: limit}
+	if err := c.run(); err != nil {
+		return nil, err
+	}
+	return c.ranges(size), nil
+}
+
+// mapLower maps the lower file at path, which must hold lowerSize bytes,
+// for reading; the caller unmaps it. It fails with errNotResident when the
+// file is not the one the Commit names, or not mostly cached: then capture
+// hashes instead.
+func mapLower(path string, lowerSize int64) ([]byte, error) {
 	lf, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer lf.Close()
 	if fi, err := lf.Stat(); err != nil || fi.Size() != lowerSize || lowerSize == 0 {
-		return nil, errors.Join(errNotResident, err) // not the file the Commit names: hash instead
+		return nil, errors.Join(errNotResident, err)
 	}
 	lower, err := unix.Mmap(int(lf.Fd()), 0, int(lowerSize), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("map lower file: %w", err)
 	}
-	defer unix.Munmap(lower)
 	if !resident(lower) {
+		unix.Munmap(lower)
 		return nil, errNotResident
 	}
-	c := comparer{upper: f, lower: lower, common: min(size, lowerSize), limit: limit}
-	if err := c.run(); err != nil {
-		return nil, err
-	}
-	return c.ranges(size), nil
+	return lower, nil
 }
 
 // resident reports whether at least residentMin of m's pages are cached.
@@ -196,22 +209,14 @@ const spliceMax = 64 << 20
 // lower[off+del:]. It compares the common prefix and suffix in the page
 // cache, and fails with errNotResident as compareLower does.
 func spliceLower(f *os.File, size int64, path string, lowerSize int64) (off, del, ins int64, err error) {
-	lf, err := os.Open(path)
+	if size == 0 {
+		return 0, 0, 0, errNotResident
+	}
+	lower, err := mapLower(path, lowerSize)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	defer lf.Close()
-	if fi, err := lf.Stat(); err != nil || fi.Size() != lowerSize || lowerSize == 0 || size == 0 {
-		return 0, 0, 0, errors.Join(errNotResident, err)
-	}
-	lower, err := unix.Mmap(int(lf.Fd()), 0, int(lowerSize), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return 0, 0, 0, fmt.Errorf("map lower file: %w", err)
-	}
 	defer unix.Munmap(lower)
-	if !resident(lower) {
-		return 0, 0, 0, errNotResident
-	}
 	common := min(size, lowerSize)
 	prefix, err := commonPrefix(f, lower, common)
 	if err != nil {
