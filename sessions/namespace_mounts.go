@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -26,8 +25,8 @@ func isolateNamespace(stateDir string) error {
 		return err
 	}
 	for _, m := range layerfsMounts(mounts) {
-		if err := unix.Unmount(m, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-			return fmt.Errorf("detach %s: %w", m, err)
+		if err := unmount(m); err != nil {
+			return err
 		}
 	}
 	if stateDir == "" {
