@@ -32,12 +32,18 @@ import (
 // overlayfs refuse the same work directory after a host crash; every
 // mount here gets a fresh one (resume removes the old).
 func mountOverlay(lower, upper, work, mnt string) error {
-	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,redirect_dir=on,metacopy=off,index=off,xino=off,volatile",
-		lower, upper, work)
+	opts := strings.Join(overlayOptions(lower, upper, work), ",")
 	if err := unix.Mount("overlay", mnt, "overlay", 0, opts); err != nil {
 		return fmt.Errorf("mount overlay at %s: %w", mnt, err)
 	}
 	return nil
+}
+
+// overlayOptions are the options of a Workspace's overlay (see
+// mountOverlay), one "key=value" or flag each.
+func overlayOptions(lower, upper, work string) []string {
+	return []string{"lowerdir=" + lower, "upperdir=" + upper, "workdir=" + work,
+		"redirect_dir=on", "metacopy=off", "index=off", "xino=off", "volatile"}
 }
 
 // overlayDetached makes the overlay mountOverlay makes, with the same
@@ -50,14 +56,16 @@ func overlayDetached(lower, upper, work string) (int, error) {
 		return -1, fmt.Errorf("overlay: fsopen: %w", err)
 	}
 	defer unix.Close(fs)
-	for _, kv := range [][2]string{{"lowerdir", lower}, {"upperdir", upper}, {"workdir", work},
-		{"redirect_dir", "on"}, {"metacopy", "off"}, {"index", "off"}, {"xino", "off"}} {
-		if err := unix.FsconfigSetString(fs, kv[0], kv[1]); err != nil {
-			return -1, fmt.Errorf("overlay: %s=%s: %w", kv[0], kv[1], err)
+	for _, o := range overlayOptions(lower, upper, work) {
+		k, v, isString := strings.Cut(o, "=")
+		if isString {
+			err = unix.FsconfigSetString(fs, k, v)
+		} else {
+			err = unix.FsconfigSetFlag(fs, k)
 		}
-	}
-	if err := unix.FsconfigSetFlag(fs, "volatile"); err != nil {
-		return -1, fmt.Errorf("overlay: volatile: %w", err)
+		if err != nil {
+			return -1, fmt.Errorf("overlay: %s: %w", o, err)
+		}
 	}
 	if err := unix.FsconfigCreate(fs); err != nil {
 		return -1, fmt.Errorf("overlay over %s: %w", lower, err)
