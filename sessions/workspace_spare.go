@@ -87,11 +87,16 @@ func (s *spares) take(branch string, head object.ID, path string) *spare {
 // takeReady takes the ready spare if it fits. s.mu must be held.
 func (s *spares) takeReady(branch string, head object.ID, path string) *spare {
 	sp := s.ready
-	if sp == nil || sp.w.rec.Branch != branch || sp.w.rec.Lease != head.String() || path != sp.w.rec.Path {
+	if sp == nil || !sp.of(branch, head) || path != sp.w.rec.Path {
 		return nil
 	}
 	s.ready = nil
 	return sp
+}
+
+// of reports whether sp is a Workspace of branch at head.
+func (sp *spare) of(branch string, head object.ID) bool {
+	return sp.w.rec.Branch == branch && sp.w.rec.Lease == head.String()
 }
 
 // fill makes sure a spare of branch is ready or on its way, in the
@@ -126,7 +131,7 @@ func (s *spares) run() {
 		}
 		s.mu.Lock()
 		stale := s.ready
-		if stale != nil && stale.w.rec.Branch == branch && stale.w.rec.Lease == b.Head.String() {
+		if stale != nil && stale.of(branch, b.Head) {
 			s.filling = false
 			s.mu.Unlock()
 			return
