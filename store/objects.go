@@ -19,7 +19,7 @@ const (
 // readStmts are the hot read queries, prepared once: preparing a
 // statement costs more than running it.
 type readStmts struct {
-	get, has, depth, branch, blame, layerSeq, many, run *sql.Stmt
+	get, has, hasMany, depth, branch, blame, layerSeq, many, run *sql.Stmt
 }
 
 func (s *Store) prepareStmts() error {
@@ -29,6 +29,7 @@ func (s *Store) prepareStmts() error {
 	}{
 		{&s.stmts.get, getQuery},
 		{&s.stmts.has, `SELECT 1 FROM objects WHERE id = ?`},
+		{&s.stmts.hasMany, hasManyQuery},
 		{&s.stmts.depth, `SELECT depth FROM objects WHERE id = ?`},
 		{&s.stmts.branch, `SELECT name, head, start, created, updated FROM branches WHERE name = ?`},
 		{&s.stmts.blame, blameQuery},
@@ -45,7 +46,7 @@ func (s *Store) prepareStmts() error {
 }
 
 func (r *readStmts) close() {
-	for _, st := range []*sql.Stmt{r.get, r.has, r.depth, r.branch, r.blame, r.layerSeq, r.many, r.run} {
+	for _, st := range []*sql.Stmt{r.get, r.has, r.hasMany, r.depth, r.branch, r.blame, r.layerSeq, r.many, r.run} {
 		if st != nil {
 			st.Close()
 		}

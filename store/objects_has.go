@@ -1,10 +1,8 @@
 package store
 
 import (
-	"database/sql"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/layerfs/layerfs/object"
 )
@@ -16,21 +14,10 @@ const HasManyMax = 16
 // repeats one.
 var hasManyQuery = `SELECT id FROM objects WHERE id IN (?` + strings.Repeat(`, ?`, HasManyMax-1) + `)`
 
-// hasMany is hasManyQuery, prepared on first use.
-type hasMany struct {
-	once sync.Once
-	st   *sql.Stmt
-	err  error
-}
-
 // HasMany reports which of ids are stored, in their order: one query per
 // HasManyMax of them, where Has costs one each. A capture of a big new
 // file asks about 2,000 chunks.
 func (s *Store) HasMany(ids []object.ID) ([]bool, error) {
-	s.hasMany.once.Do(func() { s.hasMany.st, s.hasMany.err = s.r.Prepare(hasManyQuery) })
-	if s.hasMany.err != nil {
-		return nil, fmt.Errorf("prepare %q: %w", hasManyQuery, s.hasMany.err)
-	}
 	out := make([]bool, len(ids))
 	for start := 0; start < len(ids); start += HasManyMax {
 		part := ids[start:min(len(ids), start+HasManyMax)]
@@ -46,7 +33,7 @@ func (s *Store) HasMany(ids []object.ID) ([]bool, error) {
 }
 
 func (s *Store) hasPart(ids []object.ID) (map[object.ID]bool, error) {
-	rows, err := s.hasMany.st.Query(idArgs(nil, ids, HasManyMax)...)
+	rows, err := s.stmts.hasMany.Query(idArgs(nil, ids, HasManyMax)...)
 	if err != nil {
 		return nil, fmt.Errorf("look up %d objects: %w", len(ids), err)
 	}

@@ -88,7 +88,6 @@ type Store struct {
 	initTree    atomic.Value // object.ID of init's tree, once known
 	// failAudit makes AppendBlame fail: a failure point for tests.
 	failAudit atomic.Bool
-	hasMany   hasMany // HasMany's statement
 }
 
 // Open opens the Store at path, creating it when opts.Create is set.
@@ -269,9 +268,6 @@ func (s *Store) Close() error {
 	s.ckpt = nil
 	errs := []error{c.stop()}
 	s.stmts.close()
-	if s.hasMany.st != nil {
-		s.hasMany.st.Close()
-	}
 	s.wstmts.close()
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
