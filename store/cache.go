@@ -49,10 +49,6 @@ func (c *cache[V]) add(id object.ID, v V) {
 	c.m[id] = v
 }
 
-// CacheTree remembers a tree this process just built, so reading it back
-// costs nothing. t must not be modified afterwards.
-func (s *Store) CacheTree(id object.ID, t *Tree) { s.trees.add(id, t) }
-
 // CacheCommit remembers a commit this process just landed. c must not be
 // modified afterwards.
 func (s *Store) CacheCommit(id object.ID, c *Commit) { s.commits.add(id, c) }
