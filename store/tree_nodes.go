@@ -159,40 +159,33 @@ func (l *treeLayout) reuser(old *Tree) func(es []Entry) (object.ID, bool) {
 
 // cutEntries cuts a sorted directory into leaves.
 func cutEntries(es []Entry) [][]Entry {
-	if len(es) <= treeSplit {
-		return [][]Entry{es}
-	}
-	var cuts [][]Entry
-	start := 0
-	for i := range es {
-		if i+1-start >= treeMaxNode || boundary(0, es[i].Name) {
-			cuts = append(cuts, es[start:i+1])
-			start = i + 1
-		}
-	}
-	if start < len(es) {
-		cuts = append(cuts, es[start:])
-	}
-	return cuts
+	return cut(es, 0, func(e Entry) string { return e.Name })
 }
 
 // cutRefs groups the children of one index level into nodes.
 func cutRefs(refs []nodeRef, level int) [][]nodeRef {
-	if len(refs) <= treeSplit {
-		return [][]nodeRef{refs}
+	return cut(refs, level, func(r nodeRef) string { return r.first })
+}
+
+// cut cuts xs, sorted by name, into the nodes of a level: one node when
+// there are at most treeSplit, else after each boundary name and after
+// treeMaxNode without one.
+func cut[T any](xs []T, level int, name func(T) string) [][]T {
+	if len(xs) <= treeSplit {
+		return [][]T{xs}
 	}
-	var groups [][]nodeRef
+	var cuts [][]T
 	start := 0
-	for i := range refs {
-		if i+1-start >= treeMaxNode || boundary(level, refs[i].first) {
-			groups = append(groups, refs[start:i+1])
+	for i := range xs {
+		if i+1-start >= treeMaxNode || boundary(level, name(xs[i])) {
+			cuts = append(cuts, xs[start:i+1])
 			start = i + 1
 		}
 	}
-	if start < len(refs) {
-		groups = append(groups, refs[start:])
+	if start < len(xs) {
+		cuts = append(cuts, xs[start:])
 	}
-	return groups
+	return cuts
 }
 
 // boundary reports whether a node at level ends after name: FNV-1a of the
