@@ -91,7 +91,12 @@ func (s *Store) withRow(get *sql.Stmt, id object.ID, fn func(o *storedObject) er
 // Get returns the canonical bytes of object id, which must be of kind k.
 // The bytes are verified against id; a mismatch is ErrCorrupt.
 func (s *Store) Get(id object.ID, k object.Kind) ([]byte, error) {
-	data, kind, err := s.get(s.stmts.get, id, maxDeltaDepth+1)
+	return s.getKind(s.stmts.get, id, k)
+}
+
+// getKind is get for an object that must be of kind k.
+func (s *Store) getKind(get *sql.Stmt, id object.ID, k object.Kind) ([]byte, error) {
+	data, kind, err := s.get(get, id, maxDeltaDepth+1)
 	if err != nil {
 		return nil, err
 	}

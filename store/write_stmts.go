@@ -74,14 +74,7 @@ func (w WriterReads) Get(id object.ID, k object.Kind) ([]byte, error) {
 	if w.s.w == nil {
 		return w.s.Get(id, k)
 	}
-	data, kind, err := w.s.get(w.s.wstmts.get, id, maxDeltaDepth+1)
-	if err != nil {
-		return nil, err
-	}
-	if kind != k {
-		return nil, wrongKind(id, kind, k)
-	}
-	return data, nil
+	return w.s.getKind(w.s.wstmts.get, id, k)
 }
 
 // Blame is Store.Blame through the writer connection.
