@@ -179,9 +179,7 @@ func (b *Batch) enqueue(o *pendingObject) error {
 
 // Get returns an object's bytes, whether still pending or stored.
 func (b *Batch) Get(id object.ID, k object.Kind) ([]byte, error) {
-	b.mu.Lock()
-	p, ok := b.pending[id]
-	b.mu.Unlock()
+	p, ok := b.lookupPending(id)
 	if !ok {
 		return b.s.Get(id, k)
 	}
