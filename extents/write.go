@@ -2,6 +2,7 @@ package extents
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"runtime"
@@ -85,7 +86,7 @@ func WriteConcurrent(s Store, r io.Reader) (File, error) {
 		return w.put(bytes.Clone(data))
 	})
 	leaves, werr := w.wait()
-	if err = errorsFirst(err, werr); err != nil {
+	if err = cmp.Or(err, werr); err != nil {
 		return File{}, fmt.Errorf("write file: %w", err)
 	}
 	var size int64
@@ -97,15 +98,6 @@ func WriteConcurrent(s Store, r io.Reader) (File, error) {
 		return File{}, fmt.Errorf("write file: %w", err)
 	}
 	return File{ID: root, Size: size}, nil
-}
-
-func errorsFirst(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // chunkWriter stores chunks on worker goroutines, a run of up to
