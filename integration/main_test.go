@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,9 +22,17 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "integration: skipping: %s\n", why)
 		os.Exit(0)
 	}
-	before := leftoverMounts()
-	dir, err := os.MkdirTemp("", "layerfs-integration")
+	// Everything the tests make lives under one root of this run's own, so
+	// the check for mounts left behind sees only this run's, not those of
+	// another test run or daemon on the machine.
+	root, err := os.MkdirTemp("", "layerfs-integration")
 	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("TMPDIR", root)
+	dir := filepath.Join(root, "bin")
+	if err := os.Mkdir(dir, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -35,10 +42,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
-	if left := newMounts(before, leftoverMounts()); len(left) > 0 {
+	if left := mountsUnder(root); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "integration: tests left mounts behind:\n%s\n", strings.Join(left, "\n"))
 		code = 1
+	} else {
+		os.RemoveAll(root)
 	}
 	os.Exit(code)
 }
@@ -59,39 +67,4 @@ func missingPrivileges() string {
 		return "kernel lacks overlayfs or fuse"
 	}
 	return ""
-}
-
-// leftoverMounts lists mounts a LayerFS test could have made.
-func leftoverMounts() []string {
-	f, err := os.Open("/proc/self/mounts")
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 3 || fields[1] == "/" {
-			continue
-		}
-		if strings.HasPrefix(fields[2], "fuse.layerfs") || fields[2] == "overlay" || strings.Contains(fields[1], "layerfs") {
-			out = append(out, sc.Text())
-		}
-	}
-	return out
-}
-
-func newMounts(before, after []string) []string {
-	seen := map[string]bool{}
-	for _, m := range before {
-		seen[m] = true
-	}
-	var out []string
-	for _, m := range after {
-		if !seen[m] {
-			out = append(out, m)
-		}
-	}
-	return out
 }
