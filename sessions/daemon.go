@@ -46,8 +46,10 @@ type Daemon struct {
 	holders *holderPool
 	spares  *spares
 	reaper  reaper
-	log     *log.Logger
-	id      string // how leases name this daemon
+	// retiring counts replaced host views still being unmounted (retire).
+	retiring sync.WaitGroup
+	log      *log.Logger
+	id       string // how leases name this daemon
 
 	mu      sync.Mutex
 	ws      map[string]*workspace
@@ -98,6 +100,17 @@ func (d *Daemon) setup() error {
 		}
 	}
 	if err := d.cleanStaleMounts(); err != nil {
+		return err
+	}
+	// The host paths' parent, a private mount, so that retire can move
+	// mounts out of it whatever the propagation of the filesystem below.
+	if err := unix.Mount(d.dir("mnt"), d.dir("mnt"), "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", d.dir("mnt"), err)
+	}
+	if err := unix.Mount("", d.dir("mnt"), "", unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make %s private: %w", d.dir("mnt"), err)
+	}
+	if err := os.MkdirAll(d.dir("mnt", retiredDir), 0o700); err != nil {
 		return err
 	}
 	opts := d.cfg.FUSE
@@ -191,6 +204,8 @@ func (d *Daemon) Close() error {
 
 func (d *Daemon) teardown() error {
 	var errs []error
+	d.retiring.Wait()
+	errs = append(errs, unmount(d.dir("mnt")))
 	if d.fuse != nil {
 		errs = append(errs, d.fuse.Unmount())
 		d.fuse = nil

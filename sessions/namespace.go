@@ -174,6 +174,13 @@ func loopbackUp() error {
 // net set, on its thread in its mount and network namespaces, made on
 // first use); processes fn starts inherit them.
 func (h *holder) inNamespace(net bool, fn func() error) error {
+	if net {
+		// What later queued on the mount namespace's thread (an old view's
+		// unmount) is done first.
+		if err := h.inNamespace(false, func() error { return nil }); err != nil {
+			return err
+		}
+	}
 	t, err := h.thread(net)
 	if err != nil {
 		return err
@@ -215,7 +222,8 @@ type nsThread struct {
 // startThread starts a thread that runs setup, which moves it to its
 // namespaces, and then serves run.
 func startThread(setup func() error) (*nsThread, error) {
-	t := &nsThread{work: make(chan func())}
+	// One slot, so that later need not wait for the thread.
+	t := &nsThread{work: make(chan func(), 1)}
 	errc := make(chan error, 1)
 	go t.loop(setup, errc)
 	if err := <-errc; err != nil {
@@ -283,15 +291,46 @@ func (h *holder) bindDetached(mfd int, target string) error {
 
 // attach moves the cloned mount fd to target in the holder's namespace,
 // replacing whatever was attached there before; src names it in errors.
+// The new view goes beneath the one it replaces (MOVE_MOUNT_BENEATH), and
+// the old one on top is unmounted after attach returns, on the holder's
+// thread before it runs anything else: an unmount waits for an RCU grace
+// period, from a fraction of a millisecond to tens of them on busy cores,
+// and a commit's reply need not wait for that. Commands start on that
+// thread (inNamespace), so none starts before the new view shows.
 func (h *holder) attach(fd int, src, target string) error {
-	return h.inNamespace(false, func() error {
-		unix.Unmount(target, unix.MNT_DETACH) // the previous view, if any
+	beneath := false
+	err := h.inNamespace(false, func() error {
 		if err := os.MkdirAll(target, 0o755); err != nil {
 			return err
 		}
+		if unix.MoveMount(fd, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH|moveMountBeneath) == nil {
+			beneath = true
+			return nil
+		}
+		// Nothing attached there yet, or a kernel before 6.5.
+		unix.Unmount(target, unix.MNT_DETACH)
 		if err := unix.MoveMount(fd, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 			return fmt.Errorf("attach %s at %s: %w", src, target, err)
 		}
 		return nil
 	})
+	if beneath {
+		h.later(func() { unix.Unmount(target, unix.MNT_DETACH) })
+	}
+	return err
+}
+
+// moveMountBeneath is linux/mount.h's MOVE_MOUNT_BENEATH (Linux 6.5),
+// which golang.org/x/sys/unix does not name yet.
+const moveMountBeneath = 0x200
+
+// later runs fn on the holder's thread in its mount namespace, after what
+// is queued there and without waiting for it; not at all once the holder
+// is stopped.
+func (h *holder) later(fn func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.stopped {
+		h.threads[0].work <- fn
+	}
 }

@@ -87,6 +87,36 @@ func unmount(mnt string) error {
 	return nil
 }
 
+// retiredDir names the directory, in the daemon's mount directory, where
+// a replaced host view waits to be unmounted.
+const retiredDir = ".retired"
+
+// retire moves the mount at mnt, a Workspace's host path, aside and
+// unmounts it in the background (see holder.attach for why); mnt is then
+// free for the next view at once. Nothing mounted at mnt is no error.
+// Moving needs a parent mount that is not shared: setup makes the mount
+// directory a private mount of its own.
+func (d *Daemon) retire(mnt string) error {
+	aside, err := os.MkdirTemp(d.dir("mnt", retiredDir), "")
+	if err == nil {
+		err = unix.MoveMount(unix.AT_FDCWD, mnt, unix.AT_FDCWD, aside, 0)
+	}
+	if err != nil {
+		if aside != "" {
+			os.Remove(aside)
+		}
+		return unmount(mnt) // not a mount (EINVAL), or no way aside: the slow way
+	}
+	d.retiring.Add(1)
+	go func() {
+		defer d.retiring.Done()
+		if unmount(aside) == nil {
+			os.Remove(aside) // only if empty: never a mount's content
+		}
+	}()
+	return nil
+}
+
 // mountsUnder lists the mount points at or below dir, deepest first.
 func mountsUnder(dir string) ([]string, error) {
 	f, err := os.Open("/proc/self/mounts")

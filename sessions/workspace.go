@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/layerfs/layerfs/api"
 	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/publish"
@@ -288,20 +290,27 @@ func (w *workspace) makeDirs() error {
 	return nil
 }
 
-// switchOverlay replaces the overlay at the host path and in the holder's
-// namespace with one of the current lease and directories, and saves the
-// record.
+// switchOverlay replaces the overlay in the holder's namespace and at the
+// host path with one of the current lease and directories, and saves the
+// record beside that. The views it replaces are unmounted in the
+// background (holder.attach, Daemon.retire).
 func (w *workspace) switchOverlay() error {
-	if err := unmount(w.hostPath()); err != nil {
-		return err
+	saved := make(chan error, 1)
+	go func() { saved <- w.rec.save(w.dir()) }()
+	mfd, err := overlayDetached(w.lower(), w.upper(), w.work())
+	if err == nil {
+		err = w.holder.bindDetached(mfd, w.rec.Path)
+		if err == nil {
+			err = w.d.retire(w.hostPath())
+		}
+		if err == nil {
+			if err = unix.MoveMount(mfd, "", unix.AT_FDCWD, w.hostPath(), unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+				err = fmt.Errorf("attach overlay at %s: %w", w.hostPath(), err)
+			}
+		}
+		unix.Close(mfd)
 	}
-	if err := mountOverlay(w.lower(), w.upper(), w.work(), w.hostPath()); err != nil {
-		return err
-	}
-	if err := w.holder.bindInto(w.hostPath(), w.rec.Path); err != nil {
-		return err
-	}
-	return w.rec.save(w.dir())
+	return errors.Join(err, <-saved)
 }
 
 // Discard drops a Workspace's uncommitted changes; it keeps its lease.
