@@ -117,7 +117,7 @@ func TestMountAfterKill9(t *testing.T) {
 	if got := readString(t, filepath.Join(mnt, "hello.txt")); got != "hello\n" {
 		t.Errorf("after remounting: %q", got)
 	}
-	if n := strings.Count(mountinfo(t), " "+mnt+" "); n != 1 {
+	if n := strings.Count(mountTable(t), " "+mnt+" "); n != 1 {
 		t.Errorf("%d mounts at %s, want 1 (the stale one detached)", n, mnt)
 	}
 }
@@ -175,7 +175,7 @@ func TestMountHelperThroughMount8(t *testing.T) {
 	if got := readString(t, filepath.Join(mnt, "dir", "nested.txt")); got != "nested\n" {
 		t.Errorf("nested.txt = %q", got)
 	}
-	if info := mountinfo(t); !strings.Contains(info, " "+mnt+" ") || !strings.Contains(info, "fuse.layerfs "+s) {
+	if info := mountTable(t); !strings.Contains(info, " "+mnt+" ") || !strings.Contains(info, "fuse.layerfs "+s) {
 		t.Errorf("/proc/self/mountinfo does not show a fuse.layerfs mount of %s at %s", s, mnt)
 	}
 	run(t, "/", nil, "umount", mnt)
@@ -211,7 +211,7 @@ func installHelper(t *testing.T) {
 	}
 }
 
-func mountinfo(t *testing.T) string {
+func mountTable(t *testing.T) string {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {

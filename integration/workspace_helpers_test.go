@@ -1,12 +1,12 @@
 package integration
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/layerfs/layerfs"
 	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/internal/mountinfo"
 	"github.com/layerfs/layerfs/sessions"
 	"github.com/layerfs/layerfs/store"
 )
@@ -175,22 +176,13 @@ func setTimes(t *testing.T, dir string, tm time.Time) {
 }
 
 // mountsUnder lists the mount points below dir (not dir itself, which may
-// be a filesystem of its own).
+// be a filesystem of its own), deepest first.
 func mountsUnder(dir string) []string {
-	f, err := os.Open("/proc/self/mounts")
+	mounts, err := mountinfo.Read(mountinfo.Self)
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 1 && strings.HasPrefix(fields[1], dir+"/") {
-			out = append(out, fields[1])
-		}
-	}
-	return out
+	return slices.DeleteFunc(mountinfo.Under(mounts, dir), func(p string) bool { return p == dir })
 }
 
 // checkNoMountsUnder fails the test if anything is mounted below dir, and
@@ -202,7 +194,6 @@ func checkNoMountsUnder(t *testing.T, dir string) {
 		return
 	}
 	t.Errorf("mounts left under %s:\n%s", dir, strings.Join(left, "\n"))
-	sort.Slice(left, func(i, j int) bool { return len(left[i]) > len(left[j]) })
 	for _, m := range left {
 		unix.Unmount(m, unix.MNT_DETACH)
 	}

@@ -1,13 +1,13 @@
 package sessions
 
 import (
-	"bufio"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/layerfs/layerfs/internal/mountinfo"
 )
 
 // isolateNamespace runs on a fresh holder's thread, whose mount namespace
@@ -20,7 +20,7 @@ import (
 // not finish unmounting its FUSE mount while a copy of it lived on in some
 // other daemon's holder.
 func isolateNamespace(stateDir string) error {
-	mounts, err := readMountInfo()
+	mounts, err := mountinfo.Read(mountinfo.Thread)
 	if err != nil {
 		return err
 	}
@@ -38,40 +38,13 @@ func isolateNamespace(stateDir string) error {
 	return nil
 }
 
-// mountInfo is one line of /proc/self/mountinfo.
-type mountInfo struct {
-	point, fsType string
-	superOpts     []string
-}
-
-func readMountInfo() ([]mountInfo, error) {
-	f, err := os.Open("/proc/thread-self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []mountInfo
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		// id parent dev root point opts [optional...] - fstype source superopts
-		before, after, ok := strings.Cut(sc.Text(), " - ")
-		fields, tail := strings.Fields(before), strings.Fields(after)
-		if !ok || len(fields) < 5 || len(tail) < 3 {
-			continue
-		}
-		out = append(out, mountInfo{point: unescapeMount(fields[4]), fsType: tail[0], superOpts: strings.Split(tail[2], ",")})
-	}
-	return out, sc.Err()
-}
-
 // layerfsMounts picks the LayerFS FUSE mounts and the overlays whose lower
 // layers lie in one, deepest first.
-func layerfsMounts(mounts []mountInfo) []string {
+func layerfsMounts(mounts []mountinfo.Mount) []string {
 	var fuse []string
 	for _, m := range mounts {
-		if m.fsType == fsTypeLayerFS {
-			fuse = append(fuse, m.point)
+		if m.FSType == fsTypeLayerFS {
+			fuse = append(fuse, m.Point)
 		}
 	}
 	inFUSE := func(p string) bool {
@@ -84,8 +57,8 @@ func layerfsMounts(mounts []mountInfo) []string {
 	}
 	var out []string
 	for _, m := range mounts {
-		if m.fsType == fsTypeLayerFS || m.fsType == "overlay" && overlayOver(m.superOpts, inFUSE) {
-			out = append(out, m.point)
+		if m.FSType == fsTypeLayerFS || m.FSType == "overlay" && overlayOver(m.SuperOpts, inFUSE) {
+			out = append(out, m.Point)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
@@ -103,7 +76,7 @@ func overlayOver(opts []string, in func(string) bool) bool {
 			continue
 		}
 		for _, l := range strings.Split(lower, ":") {
-			if l != "" && in(unescapeMount(l)) {
+			if l != "" && in(mountinfo.Unescape(l)) {
 				return true
 			}
 		}

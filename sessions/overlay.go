@@ -1,17 +1,17 @@
 package sessions
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/layerfs/layerfs/internal/mountinfo"
 )
 
 // mountOverlay mounts lower (read-only) under upper at mnt. redirect_dir
@@ -119,45 +119,11 @@ func (d *Daemon) retire(mnt string) error {
 
 // mountsUnder lists the mount points at or below dir, deepest first.
 func mountsUnder(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mounts")
+	mounts, err := mountinfo.Read(mountinfo.Self)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 {
-			continue
-		}
-		mnt := unescapeMount(fields[1])
-		if mnt == dir || strings.HasPrefix(mnt, dir+"/") {
-			out = append(out, mnt)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out, sc.Err()
-}
-
-// unescapeMount undoes /proc/mounts' octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var c int
-			if _, err := fmt.Sscanf(s[i+1:i+4], "%o", &c); err == nil {
-				b.WriteByte(byte(c))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return mountinfo.Under(mounts, dir), nil
 }
 
 // removeInBackground deletes directory trees off the hot path: creating
