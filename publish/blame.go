@@ -130,9 +130,21 @@ func fromInit(s *store.Store, path string, id object.ID) (bool, error) {
 // attribute computes the ownership of a new version from the old one:
 // lines kept keep their owners; lines added belong to origin.
 func attribute(old store.Ownership, ov, nv *version, origin string) store.Ownership {
-	if ov == nil || ov.binary || nv.binary || disjoint(ov.lines, nv.lines) {
+	if nothingKept(ov, nv) {
 		return uniform(nv, origin)
 	}
+	return carryOwners(old, ov, nv, origin)
+}
+
+// nothingKept reports whether the new version nv keeps no line of ov (or
+// either is binary): then origin owns all of nv.
+func nothingKept(ov, nv *version) bool {
+	return ov == nil || ov.binary || nv.binary || disjoint(ov.lines, nv.lines)
+}
+
+// carryOwners is attribute for text versions that share lines: a diff
+// says which lines were kept.
+func carryOwners(old store.Ownership, ov, nv *version, origin string) store.Ownership {
 	owners := expand(old, len(ov.lines))
 	next := make([]string, 0, len(nv.lines))
 	for _, op := range DiffLines(ov.lines, nv.lines) {

@@ -101,11 +101,17 @@ func (b *blamer) file(path, from string, e *store.Entry) (store.BlameRow, error)
 	if err != nil {
 		return row, err
 	}
+	if nothingKept(ov, nv) {
+		// Whoever owned the old lines owns none of these: skip looking
+		// them up (a query, and init's tree).
+		row.Own = uniform(nv, b.origin)
+		return row, nil
+	}
 	own, err := ownershipOf(b.s, b.rd, from, &old, ov)
 	if err != nil {
 		return row, err
 	}
-	row.Own = attribute(own, ov, nv, b.origin)
+	row.Own = carryOwners(own, ov, nv, b.origin)
 	return row, nil
 }
 
