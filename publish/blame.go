@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -76,17 +77,45 @@ func (v *version) count() int {
 }
 
 func loadVersion(g extents.Getter, e *store.Entry) (*version, error) {
+	text, err := loadText(g, e)
+	if err != nil || text == nil {
+		return &version{binary: true}, err
+	}
+	return &version{lines: SplitLines(text)}, nil
+}
+
+// loadText reads a version's bytes when blame reads it as text; nil when
+// it is binary or too large.
+func loadText(g extents.Getter, e *store.Entry) ([]byte, error) {
 	if e.Size > maxBlameBytes {
-		return &version{binary: true}, nil
+		return nil, nil
 	}
 	data, err := readAll(g, e)
-	if err != nil {
+	if err != nil || !isText(data) {
 		return nil, err
 	}
-	if !isText(data) {
-		return &version{binary: true}, nil
+	return data, nil
+}
+
+// sharesLine reports whether text has any of lines, looking its lines up
+// in a set of those without splitting it: the version a write replaces in
+// whole is read only to learn that.
+func sharesLine(text []byte, lines []string) bool {
+	set := make(map[string]struct{}, len(lines))
+	for _, l := range lines {
+		set[l] = struct{}{}
 	}
-	return &version{lines: SplitLines(data)}, nil
+	for len(text) > 0 {
+		n := bytes.IndexByte(text, '\n') + 1
+		if n == 0 {
+			n = len(text)
+		}
+		if _, ok := set[string(text[:n])]; ok {
+			return true
+		}
+		text = text[n:]
+	}
+	return false
 }
 
 // ownershipOf finds who owns each line of the content e holds at path: the
@@ -130,16 +159,10 @@ func fromInit(s *store.Store, path string, id object.ID) (bool, error) {
 // attribute computes the ownership of a new version from the old one:
 // lines kept keep their owners; lines added belong to origin.
 func attribute(old store.Ownership, ov, nv *version, origin string) store.Ownership {
-	if nothingKept(ov, nv) {
+	if ov == nil || ov.binary || nv.binary || disjoint(ov.lines, nv.lines) {
 		return uniform(nv, origin)
 	}
 	return carryOwners(old, ov, nv, origin)
-}
-
-// nothingKept reports whether the new version nv keeps no line of ov (or
-// either is binary): then origin owns all of nv.
-func nothingKept(ov, nv *version) bool {
-	return ov == nil || ov.binary || nv.binary || disjoint(ov.lines, nv.lines)
 }
 
 // carryOwners is attribute for text versions that share lines: a diff

@@ -97,16 +97,18 @@ func (b *blamer) file(path, from string, e *store.Entry) (store.BlameRow, error)
 	if err != nil {
 		return row, err
 	}
-	ov, err := loadVersion(b.rd, &old)
+	text, err := loadText(b.rd, &old)
 	if err != nil {
 		return row, err
 	}
-	if nothingKept(ov, nv) {
-		// Whoever owned the old lines owns none of these: skip looking
-		// them up (a query, and init's tree).
+	if text == nil || nv.binary || !sharesLine(text, nv.lines) {
+		// Whoever owned the old lines owns none of these: skip
+		// splitting them and looking their owners up (a query, and
+		// init's tree).
 		row.Own = uniform(nv, b.origin)
 		return row, nil
 	}
+	ov := &version{lines: SplitLines(text)}
 	own, err := ownershipOf(b.s, b.rd, from, &old, ov)
 	if err != nil {
 		return row, err

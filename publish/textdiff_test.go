@@ -108,3 +108,23 @@ func TestUnifiedFormat(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+func TestSharesLine(t *testing.T) {
+	for _, c := range []struct {
+		text  string
+		lines []string
+	}{
+		{"", []string{"a\n"}},
+		{"a\nb\n", nil},
+		{"a\nb\n", []string{"b\n"}},
+		{"a\nb", []string{"b\n"}},
+		{"a\nb", []string{"b"}},
+		{"a\nb\n", []string{"c\n", "a"}},
+		{"\n\n", []string{"\n"}},
+	} {
+		want := !disjoint(SplitLines([]byte(c.text)), c.lines)
+		if got := sharesLine([]byte(c.text), c.lines); got != want {
+			t.Errorf("sharesLine(%q, %q) = %v, want %v", c.text, c.lines, got, want)
+		}
+	}
+}
