@@ -259,24 +259,16 @@ func (g *gate) build(res *Result, head, base object.ID, changes []Change) (*Resu
 
 // land runs inside the ref transaction: if head is still the one prepared
 // against, write and move; otherwise redo the merge and the rebuild here,
-// under the lock, so this writer cannot starve.
+// under the lock, so this writer cannot starve. The branch is moved first:
+// the move itself checks head (ErrStale), which spares reading it in the
+// common case; the objects it names land in the same transaction.
 func (g *gate) land(tx *store.RefTx, res *Result) error {
-	cur, err := tx.Head(g.branch)
+	err := tx.SetHead(g.branch, res.Head, res.Commit)
+	if errors.Is(err, store.ErrStale) {
+		err = g.rebase(tx, res)
+	}
 	if err != nil {
 		return err
-	}
-	if cur != res.Head {
-		prev, rows := res.Head, g.rows
-		g.rows = nil // computed against a head that is gone
-		redo, err := g.prepare(cur)
-		if err != nil {
-			return err
-		}
-		*res = *redo
-		if res.Status != Committed {
-			return errConflict // roll back: nothing to write
-		}
-		g.rows = g.stillValid(rows, prev, cur, res.Commit)
 	}
 	tx.Write(g.content)
 	tx.Write(g.trees)
@@ -285,13 +277,31 @@ func (g *gate) land(tx *store.RefTx, res *Result) error {
 			return err
 		}
 	}
-	if err := tx.SetHead(g.branch, res.Head, res.Commit); err != nil {
-		return err
-	}
 	if g.rows != nil && g.rows.err == nil {
 		res.AuditErr = tx.AppendBlame(g.rows.rows)
 	}
 	return nil
+}
+
+// rebase redoes the publish on the head another writer moved the branch
+// to, under the lock, and moves the branch there.
+func (g *gate) rebase(tx *store.RefTx, res *Result) error {
+	cur, err := tx.Head(g.branch)
+	if err != nil {
+		return err
+	}
+	prev, rows := res.Head, g.rows
+	g.rows = nil // computed against a head that is gone
+	redo, err := g.prepare(cur)
+	if err != nil {
+		return err
+	}
+	*res = *redo
+	if res.Status != Committed {
+		return errConflict // roll back: nothing to write
+	}
+	g.rows = g.stillValid(rows, prev, cur, res.Commit)
+	return tx.SetHead(g.branch, res.Head, res.Commit)
 }
 
 // blame computes line ownership for the prepared Commit before the lock,
