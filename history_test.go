@@ -73,6 +73,33 @@ func TestBlameMatchesModel(t *testing.T) {
 	}
 }
 
+// TestBlameThroughEmptyAndRewrites: a file emptied, rewritten in whole,
+// then edited keeps exactly the owners of the lines each write kept.
+func TestBlameThroughEmptyAndRewrites(t *testing.T) {
+	st, f := newProject(t)
+	for _, w := range []struct {
+		id, text string
+		want     []string
+	}{
+		{"a", "x\ny\n", []string{"a", "a"}},
+		{"b", "", nil},
+		{"c", "x\nz\n", []string{"c", "c"}},
+		{"d", "p\nq", []string{"d", "d"}},
+		{"e", "p\nq\nr\n", []string{"d", "e", "e"}},
+	} {
+		expect(t, publish.Committed)(f.Write("f.txt", []byte(w.text), Call{ID: w.id}))
+		got := ownersOf(t, st, "main", "f.txt")
+		if len(got) != len(w.want) {
+			t.Fatalf("after %s: owners %v, want %v", w.id, got, w.want)
+		}
+		for i := range got {
+			if got[i] != "operation:"+w.want[i] {
+				t.Fatalf("after %s: owners %v, want %v", w.id, got, w.want)
+			}
+		}
+	}
+}
+
 func TestBlameSurvivesAuditFailureAsUnknown(t *testing.T) {
 	st, f := newProject(t)
 	expect(t, publish.Committed)(f.Write("a.txt", []byte("1\n2\n3\n"), Call{ID: "one"}))

@@ -77,24 +77,24 @@ func (v *version) count() int {
 }
 
 func loadVersion(g extents.Getter, e *store.Entry) (*version, error) {
-	text, err := loadText(g, e)
-	if err != nil || text == nil {
+	text, ok, err := loadText(g, e)
+	if err != nil || !ok {
 		return &version{binary: true}, err
 	}
 	return &version{lines: SplitLines(text)}, nil
 }
 
-// loadText reads a version's bytes when blame reads it as text; nil when
-// it is binary or too large.
-func loadText(g extents.Getter, e *store.Entry) ([]byte, error) {
+// loadText reads a version's bytes when blame reads it as text; ok is
+// false when it is binary or too large.
+func loadText(g extents.Getter, e *store.Entry) (text []byte, ok bool, err error) {
 	if e.Size > maxBlameBytes {
-		return nil, nil
+		return nil, false, nil
 	}
 	data, err := readAll(g, e)
 	if err != nil || !isText(data) {
-		return nil, err
+		return nil, false, err
 	}
-	return data, nil
+	return data, true, nil
 }
 
 // sharesLine reports whether text has any of lines, looking its lines up

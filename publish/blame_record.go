@@ -97,11 +97,11 @@ func (b *blamer) file(path, from string, e *store.Entry) (store.BlameRow, error)
 	if err != nil {
 		return row, err
 	}
-	text, err := loadText(b.rd, &old)
+	text, ok, err := loadText(b.rd, &old)
 	if err != nil {
 		return row, err
 	}
-	if text == nil || nv.binary || !sharesLine(text, nv.lines) {
+	if !ok || nv.binary || !sharesLine(text, nv.lines) {
 		// Whoever owned the old lines owns none of these: skip
 		// splitting them and looking their owners up (a query, and
 		// init's tree).
