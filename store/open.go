@@ -159,6 +159,7 @@ func (s *Store) dsn(writer bool) string {
 		q.Add("_pragma", "cache_size(-2048)")
 		q.Set("_txlock", "immediate")
 		q.Add("_pragma", "wal_autocheckpoint(0)") // see checkpointer
+		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walKeep))
 	} else {
 		q.Add("_pragma", "cache_size(-32768)")
 		q.Add("_pragma", "query_only(1)")
