@@ -85,6 +85,12 @@ func WriteConcurrent(s Store, r io.Reader) (File, error) {
 	err = cutChunks(io.MultiReader(bytes.NewReader(head), r), func(data []byte, _ bool) error {
 		return w.put(bytes.Clone(data))
 	})
+	return w.finish(err)
+}
+
+// finish waits for the chunks given, then builds the file's tree over
+// them; err is the error, if any, that stopped the giving.
+func (w *chunkWriter) finish(err error) (File, error) {
 	leaves, werr := w.wait()
 	if err = cmp.Or(err, werr); err != nil {
 		return File{}, fmt.Errorf("write file: %w", err)
@@ -93,7 +99,7 @@ func WriteConcurrent(s Store, r io.Reader) (File, error) {
 	for _, e := range leaves {
 		size += e.Len
 	}
-	root, err := buildTree(s, 0, leaves)
+	root, err := buildTree(w.s, 0, leaves)
 	if err != nil {
 		return File{}, fmt.Errorf("write file: %w", err)
 	}

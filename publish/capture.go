@@ -196,10 +196,11 @@ func (cw *capturer) file(abs, path, lowerPath string, e store.Entry, lower *stor
 			return nil
 		}
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
+	fi, err := f.Stat()
+	if err != nil {
 		return err
 	}
-	content, err := extents.WriteConcurrent(cw.content, f)
+	content, err := extents.WriteAt(cw.content, f, fi.Size())
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

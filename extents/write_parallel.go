@@ -1,0 +1,147 @@
+package extents
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+)
+
+// Cutting a large file into chunks is its capture's slowest stage (the
+// rolling hash runs at ~500 MB/s on one core), and a cut depends on the
+// bytes since the previous cut. WriteAt still cuts on every core: it
+// splits the file into segments, cuts each from its own start as if a cut
+// were there, and stitches them. A segment's cutter goes on a little past
+// the segment's end (the overhang); where one of those cuts is also a cut
+// of the next segment, the two agree from there on (a cut depends only on
+// the bytes after the cut before it: TestChunkerRestartsAtCuts), so the
+// next segment's chunks are taken from that cut. In content with cuts of
+// its own — anything but long runs with no cut before ChunkMax — they meet
+// within a chunk or two. When they do not meet in the overhang, the next
+// segment is cut again from the true cut, on the stitching goroutine, so
+// the chunks are always exactly those Write cuts.
+const (
+	segmentSize = 4 << 20
+	overhang    = 8 * ChunkMax
+)
+
+// WriteAt is WriteConcurrent for content that can be read at any offset,
+// such as a file, of about size bytes (it reads to r's end, wherever that
+// is): it cuts chunks on every core as well as hashing and storing them
+// there. The result is the File Write makes.
+func WriteAt(s Store, r io.ReaderAt, size int64) (File, error) {
+	workers := runtime.GOMAXPROCS(0)
+	if workers < 2 || size < 2*segmentSize {
+		return WriteConcurrent(s, io.NewSectionReader(r, 0, math.MaxInt64))
+	}
+	w := newChunkWriter(s, workers)
+	n, err := cutParallel(r, segmentSize, overhang, workers, w.put)
+	if err == nil && n < SmallFileMax {
+		// It shrank under the small-file limit meanwhile: a small file is
+		// one chunk, so store it as Write would.
+		w.wait()
+		return WriteConcurrent(s, io.NewSectionReader(r, 0, math.MaxInt64))
+	}
+	return w.finish(err)
+}
+
+// cutSpan is a segment's chunks, cut from start as if a cut were there,
+// up to the first cut at or past end+over, or r's end.
+type cutSpan struct {
+	offs   []int64 // where each chunk starts
+	chunks [][]byte
+	eof    bool // the last chunk ends at r's end
+	err    error
+}
+
+func cutSpanOf(r io.ReaderAt, start, end, over int64) *cutSpan {
+	sp := &cutSpan{}
+	c := newChunker(io.NewSectionReader(r, start, math.MaxInt64-start))
+	defer releaseChunker(c)
+	for off := start; off < end+over; {
+		ch, err := c.Next(make([]byte, 0, ChunkMax))
+		if err == io.EOF {
+			sp.eof = true
+			break
+		}
+		if err != nil {
+			sp.err = fmt.Errorf("cut chunks: %w", err)
+			break
+		}
+		sp.offs, sp.chunks = append(sp.offs, off), append(sp.chunks, ch.Data)
+		off += int64(len(ch.Data))
+	}
+	return sp
+}
+
+// startsAt reports whether one of the span's chunks starts at off, and
+// which.
+func (sp *cutSpan) startsAt(off int64) (int, bool) {
+	return slices.BinarySearch(sp.offs, off)
+}
+
+// spans cuts segments in the background, a few ahead of the one asked
+// for.
+type spans struct {
+	r         io.ReaderAt
+	seg, over int64
+	ahead     int
+	cut       []chan *cutSpan
+	got       []*cutSpan
+	wg        sync.WaitGroup
+}
+
+// get returns segment j's span, waiting for it, and starts cutting the
+// segments after it.
+func (s *spans) get(j int) *cutSpan {
+	for len(s.cut) <= j+s.ahead {
+		k := int64(len(s.cut))
+		ch := make(chan *cutSpan, 1)
+		s.cut, s.got = append(s.cut, ch), append(s.got, nil)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			ch <- cutSpanOf(s.r, k*s.seg, (k+1)*s.seg, s.over)
+		}()
+	}
+	if s.got[j] == nil {
+		s.got[j] = <-s.cut[j]
+	}
+	return s.got[j]
+}
+
+// cutParallel feeds every chunk of r to fn, in order, exactly as
+// cutChunks would, cutting segments of seg bytes on workers goroutines,
+// and returns how many bytes it fed. fn owns the slices it is given.
+func cutParallel(r io.ReaderAt, seg, over int64, workers int, fn func([]byte) error) (int64, error) {
+	s := &spans{r: r, seg: seg, over: over, ahead: workers - 1}
+	defer s.wg.Wait()
+	var pos int64 // the end of the chunks fed so far: a true cut
+	for j := 0; ; j++ {
+		sp := s.get(j)
+		i, ok := sp.startsAt(pos)
+		if !ok {
+			// The overhang before did not meet this segment's cuts.
+			sp = cutSpanOf(r, pos, int64(j+1)*seg, over)
+			i = 0
+		}
+		if sp.err != nil {
+			return pos, sp.err
+		}
+		met := false
+		for ; i < len(sp.chunks) && !met; i++ {
+			if err := fn(sp.chunks[i]); err != nil {
+				return pos, err
+			}
+			pos = sp.offs[i] + int64(len(sp.chunks[i]))
+			if pos >= int64(j+1)*seg && !(sp.eof && i == len(sp.chunks)-1) {
+				_, met = s.get(j + 1).startsAt(pos)
+			}
+		}
+		if sp.eof && !met {
+			return pos, nil
+		}
+	}
+}
