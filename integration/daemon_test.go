@@ -2,10 +2,13 @@ package integration
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/layerfs/layerfs"
 	"github.com/layerfs/layerfs/api"
@@ -222,5 +225,44 @@ func TestDaemonRestartKeepsDirtyWorkspaces(t *testing.T) {
 	}
 	if got := d.read(t, "main", "f2"); got != "dirty\n" {
 		t.Fatalf("committed after restart: %q", got)
+	}
+}
+
+// An ended Workspace's directory, should the daemon stop before removing
+// it, is removed by the next one and never restored.
+func TestDaemonRestartRemovesEndedWorkspaces(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
+	w := d.create(t, "main")
+	d.sh(t, w.ID, "echo x > f")
+	d.commit(t, w.ID, api.StatusCommitted)
+	if err := d.End(w.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Daemon.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// As if the removal had not happened before the daemon stopped.
+	ended := filepath.Join(d.stateDir, "ws", w.ID)
+	if err := os.MkdirAll(filepath.Join(ended, "upper-9"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ended, "ended"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Daemon = d2
+	if _, err := d.Inspect(w.ID); err == nil {
+		t.Fatalf("ended Workspace %s restored", w.ID)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(ended); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ended Workspace's directory %s not removed", ended)
+		}
 	}
 }

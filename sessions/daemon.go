@@ -159,8 +159,8 @@ func (d *Daemon) restore() error {
 	for _, e := range entries {
 		dir := d.dir("ws", e.Name())
 		rec, err := loadRecord(dir)
-		if err != nil && isSpare(dir) {
-			removeInBackground(dir) // made ahead of need, never used
+		if err != nil && (isSpare(dir) || isEnded(dir)) {
+			removeInBackground(dir) // made ahead of need and never used, or ended
 			continue
 		}
 		if err != nil {

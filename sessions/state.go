@@ -54,3 +54,12 @@ func loadRecord(dir string) (*record, error) {
 	}
 	return r, nil
 }
+
+// endedMarker is what an ended Workspace's record becomes while its
+// directory waits for removal.
+const endedMarker = "ended"
+
+func isEnded(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, endedMarker))
+	return err == nil
+}

@@ -352,7 +352,11 @@ func (d *Daemon) End(id string, discard bool) error {
 	delete(d.ws, id)
 	d.mu.Unlock()
 	err = w.detach()
-	os.Remove(filepath.Join(w.dir(), "state.json")) // not a Workspace any more, even if removal lags
+	// Not a Workspace any more, even if removal lags. A rename, not an
+	// unlink: on a filesystem mounted with discard, freeing the file's
+	// block waits behind the discards of removals under way, such as the
+	// upperdir the last commit left (32 MiB of them: 5–45 ms).
+	os.Rename(filepath.Join(w.dir(), "state.json"), filepath.Join(w.dir(), endedMarker))
 	removeInBackground(w.dir(), w.hostPath())
 	err = errors.Join(err, d.s.DropLease(id))
 	d.metrics.ended.Add(1)
