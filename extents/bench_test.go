@@ -1,10 +1,14 @@
 package extents
 
 import (
+	"bytes"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"sync"
 	"testing"
+
+	"github.com/layerfs/layerfs/object"
 )
 
 // randReader is an endless stream of pseudo-random bytes.
@@ -77,4 +81,40 @@ func BenchmarkWrite(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkWriteLarge32MiB stores 32 MiB of random bytes as capture does a
+// new file, cutting on one goroutine (WriteConcurrent) or on every core
+// (WriteAt), into a Store that only hashes.
+func BenchmarkWriteLarge32MiB(b *testing.B) {
+	data := randBytes(8, 32<<20)
+	for _, c := range []struct {
+		name  string
+		write func(Store, []byte) (File, error)
+	}{
+		{"WriteConcurrent", func(s Store, d []byte) (File, error) { return WriteConcurrent(s, bytes.NewReader(d)) }},
+		{"WriteAt", func(s Store, d []byte) (File, error) { return WriteAt(s, bytes.NewReader(d), int64(len(d))) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if _, err := c.write(hashStore{}, data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// hashStore names objects and keeps nothing.
+type hashStore struct{}
+
+func (hashStore) PutChunk(data []byte, _ object.ID) (object.ID, error) {
+	return object.Sum(object.KindChunk, data), nil
+}
+func (hashStore) PutNode(data []byte) (object.ID, error) {
+	return object.Sum(object.KindExtent, data), nil
+}
+func (hashStore) Get(object.ID, object.Kind) ([]byte, error) {
+	return nil, errors.New("hashStore keeps nothing")
 }

@@ -1,6 +1,7 @@
 package extents
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -60,8 +61,9 @@ func cutSpanOf(r io.ReaderAt, start, end, over int64) *cutSpan {
 	sp := &cutSpan{}
 	c := newChunker(io.NewSectionReader(r, start, math.MaxInt64-start))
 	defer releaseChunker(c)
+	buf := make([]byte, 0, ChunkMax)
 	for off := start; off < end+over; {
-		ch, err := c.Next(make([]byte, 0, ChunkMax))
+		ch, err := c.Next(buf)
 		if err == io.EOF {
 			sp.eof = true
 			break
@@ -70,7 +72,9 @@ func cutSpanOf(r io.ReaderAt, start, end, over int64) *cutSpan {
 			sp.err = fmt.Errorf("cut chunks: %w", err)
 			break
 		}
-		sp.offs, sp.chunks = append(sp.offs, off), append(sp.chunks, ch.Data)
+		buf = ch.Data[:0]
+		// A copy of its own length: the chunk is kept until stored.
+		sp.offs, sp.chunks = append(sp.offs, off), append(sp.chunks, bytes.Clone(ch.Data))
 		off += int64(len(ch.Data))
 	}
 	return sp
