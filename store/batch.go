@@ -252,7 +252,17 @@ func (s *Store) writePack(objs []*pendingObject) (BatchStats, error) {
 		return BatchStats{}, fmt.Errorf("write pack: %w", err)
 	}
 	s.ckpt.wrote(st.StoredBytes)
+	s.shrinkWriterCache(st.StoredBytes)
 	return st, nil
+}
+
+// shrinkWriterCache hands back the pages a large write transaction kept
+// in the writer's page cache (see cacheSpillPages): SQLite keeps them,
+// clean, after the commit, and every later commit would walk them.
+func (s *Store) shrinkWriterCache(wrote int64) {
+	if wrote > writerCacheBytes {
+		s.w.ExecContext(context.Background(), `PRAGMA shrink_memory`)
+	}
 }
 
 // insertPack inserts objs as one pack within tx and seals it. Objects

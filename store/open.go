@@ -156,13 +156,13 @@ func (s *Store) dsn(writer bool) string {
 		// go through mmap): SQLite walks the whole cache at the end of
 		// every write transaction, so a large one costs each commit
 		// ~0.2 ms.
-		q.Add("_pragma", "cache_size(-2048)")
+		q.Add("_pragma", fmt.Sprintf("cache_size(-%d)", writerCacheBytes>>10))
 		// ... but a pack (8 MiB) must not spill out of it mid-transaction:
 		// a spilled page written again is overwritten in the WAL, and the
 		// commit then reads back every frame after it to rewrite their
 		// checksums — ~25% of storing a 32 MiB file went there. Up to
-		// cacheSpillPages stay in memory until the commit; SQLite frees
-		// them down to cache_size when they are written.
+		// cacheSpillPages stay in memory until the commit; SQLite keeps
+		// them afterwards, so writePack hands them back (shrink_memory).
 		q.Add("_pragma", fmt.Sprintf("cache_spill(%d)", cacheSpillPages))
 		q.Set("_txlock", "immediate")
 		q.Add("_pragma", "wal_autocheckpoint(0)") // see checkpointer
@@ -174,9 +174,13 @@ func (s *Store) dsn(writer bool) string {
 	return "file:" + s.path + "?" + q.Encode()
 }
 
-// cacheSpillPages is how many pages a write transaction keeps in memory
-// before spilling to the WAL: 64 MiB of 4 KiB pages, several packs.
-const cacheSpillPages = 16384
+// writerCacheBytes is the writer's page cache; cacheSpillPages is how
+// many pages a write transaction keeps in memory before spilling to the
+// WAL: 64 MiB of 4 KiB pages, several packs.
+const (
+	writerCacheBytes = 2 << 20
+	cacheSpillPages  = 16384
+)
 
 func (s *Store) openDBs() error {
 	var err error

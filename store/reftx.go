@@ -50,6 +50,7 @@ func (s *Store) Update(fn func(tx *RefTx) error) error {
 	}
 	rt.countStages()
 	s.ckpt.wrote(rt.storedBytes())
+	s.shrinkWriterCache(rt.storedBytes())
 	return nil
 }
 
