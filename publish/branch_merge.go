@@ -22,17 +22,14 @@ func MergeBranches(s *store.Store, into, from string, meta Meta) (*Result, error
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case a.Head == b.Head:
+	rel, base := relate(s, a.Head, b.Head)
+	switch rel {
+	case behind:
 		return &Result{Status: UpToDate, Head: a.Head}, nil
-	case isAncestor(s, b.Head, a.Head):
-		return &Result{Status: UpToDate, Head: a.Head}, nil
-	case isAncestor(s, a.Head, b.Head):
+	case ahead:
 		return fastForward(s, into, a.Head, b.Head)
-	}
-	base, err := mergeBase(s, a.Head, b.Head)
-	if err != nil {
-		return nil, fmt.Errorf("merge %s into %s: %w", from, into, err)
+	case unrelated:
+		return nil, fmt.Errorf("merge %s into %s: %s and %s share no history", from, into, a.Head.Short(), b.Head.Short())
 	}
 	cs, err := changesetBetween(s, base, b.Head)
 	if err != nil {
@@ -92,32 +89,56 @@ func changeOf(d PathDiff) Change {
 	return c
 }
 
-// isAncestor reports whether a is b or in b's history.
-func isAncestor(s *store.Store, a, b object.ID) bool {
-	found := false
-	walkHistory(s, b, func(id object.ID) bool {
-		found = id == a
-		return !found
-	})
-	return found
-}
+// relation is how the histories of two commits a and b meet.
+type relation int
 
-// mergeBase finds the nearest common ancestor of a and b.
-func mergeBase(s *store.Store, a, b object.ID) (object.ID, error) {
+const (
+	diverged  relation = iota // neither holds the other: merge from their base
+	behind                    // b is a or in a's history: nothing to merge
+	ahead                     // a is in b's history: a fast-forward
+	unrelated                 // no common ancestor
+)
+
+// relate works out how a and b relate and, when they diverged, their
+// nearest common ancestor (the first one met walking back from b). It
+// walks a's history once, then b's only as far as a's: nothing behind a
+// commit of a's history can lead back to a.
+func relate(s *store.Store, a, b object.ID) (relation, object.ID) {
 	ofA := map[object.ID]bool{}
 	walkHistory(s, a, func(id object.ID) bool { ofA[id] = true; return true })
-	var base object.ID
-	walkHistory(s, b, func(id object.ID) bool {
-		if ofA[id] {
-			base = id
-			return false
-		}
-		return true
-	})
-	if base.IsZero() {
-		return base, fmt.Errorf("%s and %s share no history", a.Short(), b.Short())
+	if ofA[b] {
+		return behind, object.ID{}
 	}
-	return base, nil
+	var base object.ID
+	seen := map[object.ID]bool{b: true}
+	queue := []object.ID{b}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if cur == a {
+			return ahead, object.ID{}
+		}
+		if ofA[cur] {
+			if base.IsZero() {
+				base = cur
+			}
+			continue
+		}
+		c, err := s.Commit(cur)
+		if err != nil {
+			continue
+		}
+		for _, p := range c.Parents {
+			if !seen[p] {
+				seen[p] = true
+				queue = append(queue, p)
+			}
+		}
+	}
+	if base.IsZero() {
+		return unrelated, base
+	}
+	return diverged, base
 }
 
 // walkHistory visits id and its ancestors breadth-first, nearest first,
