@@ -198,6 +198,7 @@ func (d *Daemon) Close() error {
 		d.holders.close()
 	}
 	d.reaper.close() // no command may keep an overlay, and so the Store's mount, alive
+	janitor.waitIdle()
 	errs = append(errs, d.teardown())
 	return errors.Join(errs...)
 }

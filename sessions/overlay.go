@@ -136,10 +136,12 @@ func mountsUnder(dir string) ([]string, error) {
 func removeInBackground(dirs ...string) {
 	janitor.once.Do(func() {
 		janitor.wake = make(chan struct{}, 1)
+		janitor.idle.L = &janitor.mu
 		go janitor.run()
 	})
 	janitor.mu.Lock()
 	janitor.queue = append(janitor.queue, dirs...)
+	janitor.pending += len(dirs)
 	janitor.mu.Unlock()
 	select {
 	case janitor.wake <- struct{}{}:
@@ -150,10 +152,12 @@ func removeInBackground(dirs ...string) {
 var janitor remover
 
 type remover struct {
-	once  sync.Once
-	wake  chan struct{}
-	mu    sync.Mutex
-	queue []string
+	once    sync.Once
+	wake    chan struct{}
+	mu      sync.Mutex
+	idle    sync.Cond // broadcast when pending drops to 0
+	queue   []string
+	pending int // queued or being removed
 }
 
 func (r *remover) run() {
@@ -167,7 +171,23 @@ func (r *remover) run() {
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
+			r.mu.Lock()
+			if r.pending--; r.pending == 0 {
+				r.idle.Broadcast()
+			}
+			r.mu.Unlock()
 		}
+	}
+}
+
+// waitIdle waits until every removal asked for so far is done: a daemon
+// closing leaves nothing open under its state directory, which its owner
+// may then unmount.
+func (r *remover) waitIdle() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.pending > 0 {
+		r.idle.Wait()
 	}
 }
 
