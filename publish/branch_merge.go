@@ -105,52 +105,52 @@ const (
 // commit of a's history can lead back to a.
 func relate(s *store.Store, a, b object.ID) (relation, object.ID) {
 	ofA := map[object.ID]bool{}
-	walkHistory(s, a, func(id object.ID) bool { ofA[id] = true; return true })
+	walkHistory(s, a, func(id object.ID) step { ofA[id] = true; return walkOn })
 	if ofA[b] {
 		return behind, object.ID{}
 	}
-	var base object.ID
-	seen := map[object.ID]bool{b: true}
-	queue := []object.ID{b}
-	for len(queue) > 0 {
-		cur := queue[0]
-		queue = queue[1:]
-		if cur == a {
-			return ahead, object.ID{}
-		}
-		if ofA[cur] {
-			if base.IsZero() {
-				base = cur
+	rel, base := unrelated, object.ID{}
+	walkHistory(s, b, func(id object.ID) step {
+		switch {
+		case id == a:
+			rel = ahead
+			return walkStop
+		case ofA[id]:
+			if rel == unrelated {
+				rel, base = diverged, id
 			}
-			continue
+			return walkPast
 		}
-		c, err := s.Commit(cur)
-		if err != nil {
-			continue
-		}
-		for _, p := range c.Parents {
-			if !seen[p] {
-				seen[p] = true
-				queue = append(queue, p)
-			}
-		}
+		return walkOn
+	})
+	if rel == ahead {
+		return ahead, object.ID{}
 	}
-	if base.IsZero() {
-		return unrelated, base
-	}
-	return diverged, base
+	return rel, base
 }
 
+// step tells walkHistory how to go on from a commit.
+type step int
+
+const (
+	walkOn   step = iota // on to its parents
+	walkPast             // not to its parents, but on with the others
+	walkStop             // no further
+)
+
 // walkHistory visits id and its ancestors breadth-first, nearest first,
-// until fn returns false.
-func walkHistory(s *store.Store, id object.ID, fn func(object.ID) bool) {
+// as fn's steps say.
+func walkHistory(s *store.Store, id object.ID, fn func(object.ID) step) {
 	seen := map[object.ID]bool{id: true}
 	queue := []object.ID{id}
 	for len(queue) > 0 {
 		cur := queue[0]
 		queue = queue[1:]
-		if !fn(cur) {
+		switch fn(cur) {
+		case walkStop:
 			return
+		case walkPast:
+			continue
 		}
 		c, err := s.Commit(cur)
 		if err != nil {
