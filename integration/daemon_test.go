@@ -25,8 +25,7 @@ type testDaemon struct {
 
 func startDaemon(t *testing.T, files map[string]string, cfg sessions.Config) *testDaemon {
 	t.Helper()
-	dir := t.TempDir()
-	src := filepath.Join(dir, "src")
+	src := filepath.Join(t.TempDir(), "src")
 	for p, data := range files {
 		full := filepath.Join(src, p)
 		os.MkdirAll(filepath.Dir(full), 0o755)
@@ -35,29 +34,7 @@ func startDaemon(t *testing.T, files map[string]string, cfg sessions.Config) *te
 		}
 	}
 	os.MkdirAll(src, 0o755)
-	st, err := layerfs.Open(filepath.Join(dir, "s.layerfs"), layerfs.Options{Create: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.Init(src, layerfs.InitOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Store = st.Backend()
-	cfg.StateDir = filepath.Join(dir, "state")
-	cfg.Self = layerfsBin
-	d, err := sessions.Start(cfg)
-	if err != nil {
-		st.Close()
-		t.Fatal(err)
-	}
-	td := &testDaemon{Daemon: d, st: st, stateDir: cfg.StateDir}
-	t.Cleanup(func() {
-		if err := td.Daemon.Close(); err != nil {
-			t.Errorf("close daemon: %v", err)
-		}
-		st.Close()
-	})
-	return td
+	return startDaemonFrom(t, src, cfg)
 }
 
 func (d *testDaemon) create(t *testing.T, branch string) api.Workspace {

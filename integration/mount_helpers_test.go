@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bufio"
-	"bytes"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -16,25 +15,11 @@ import (
 // Helpers of the mount tests. Every mount they make is unmounted in
 // t.Cleanup; servers started in the foreground are stopped by PID.
 
-// lfs runs the layerfs binary and returns its standard output, failing
-// the test on a non-zero exit.
-func lfs(t *testing.T, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(layerfsBin, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("layerfs %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	return string(out)
-}
-
 // initStore captures dir into a new Store and returns the Store's path.
 func initStore(t *testing.T, dir string) string {
 	t.Helper()
 	s := filepath.Join(t.TempDir(), "s.layerfs")
-	lfs(t, "init", "--quiet", "--durability", "fast", "--store", s, dir)
+	runLayerfs(t, "init", "--quiet", "--durability", "fast", "--store", s, dir)
 	return s
 }
 
@@ -47,7 +32,7 @@ func mountStore(t *testing.T, storePath string, args ...string) string {
 		t.Fatal(err)
 	}
 	full := append([]string{"mount", "--store", storePath}, args...)
-	lfs(t, append(full, mnt)...)
+	runLayerfs(t, append(full, mnt)...)
 	t.Cleanup(func() { unmount(t, mnt) })
 	return mnt
 }

@@ -112,7 +112,7 @@ func TestMountAfterKill9(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(mnt, "hello.txt")); !errors.Is(err, syscall.ENOTCONN) {
 		t.Fatalf("stat in a dead server's mount: %v, want ENOTCONN", err)
 	}
-	lfs(t, "mount", "--store", s, "main", mnt)
+	runLayerfs(t, "mount", "--store", s, "main", mnt)
 	t.Cleanup(func() { unmount(t, mnt) })
 	if got := readString(t, filepath.Join(mnt, "hello.txt")); got != "hello\n" {
 		t.Errorf("after remounting: %q", got)

@@ -215,7 +215,7 @@ func TestWSCommandAgainstDaemon(t *testing.T) {
 		t.Errorf("ws without a socket: %v", err)
 	}
 	p.stop(t)
-	if out := lfs(t, "log", "--store", storePath, "main"); !strings.Contains(out, "from the cli") {
+	if out := runLayerfs(t, "log", "--store", storePath, "main"); !strings.Contains(out, "from the cli") {
 		t.Errorf("layerfs log:\n%s", out)
 	}
 }
