@@ -189,11 +189,19 @@ func TestDaemonRestartKeepsDirtyWorkspaces(t *testing.T) {
 	if left := strings.Join(mountsUnder(d.stateDir), "\n"); left != "" {
 		t.Fatalf("mounts left after Close:\n%s", left)
 	}
+	// What a crash leaves where replaced views wait for their unmount.
+	retired := filepath.Join(d.stateDir, "mnt", ".retired")
+	if err := os.MkdirAll(filepath.Join(retired, "123"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.Daemon = d2 // the cleanup closes the new one
+	if left, _ := os.ReadDir(retired); len(left) > 0 {
+		t.Errorf("after restart, %s still holds %d entries", retired, len(left))
+	}
 	for i, id := range ids {
 		if out := d.sh(t, id, "cat f"+string(rune('0'+i))); out != "dirty\n" {
 			t.Fatalf("%s after restart: %q", id, out)

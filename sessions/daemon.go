@@ -113,6 +113,13 @@ func (d *Daemon) setup() error {
 	if err := os.MkdirAll(d.dir("mnt", retiredDir), 0o700); err != nil {
 		return err
 	}
+	// Places a crash left before their mount was gone (cleanStaleMounts
+	// has detached it): rmdir, which never removes what is inside.
+	if left, err := os.ReadDir(d.dir("mnt", retiredDir)); err == nil {
+		for _, e := range left {
+			os.Remove(d.dir("mnt", retiredDir, e.Name()))
+		}
+	}
 	opts := d.cfg.FUSE
 	opts.AllCommits = true
 	srv, err := fusefs.Mount(fusefs.Config{Store: d.s, Mountpoint: d.dir("lower"), Source: d.s.Path(),
