@@ -83,19 +83,27 @@ func (st *Stage) put(k object.Kind, raw []byte, base object.ID, owned bool) (obj
 
 // PutChunks stages several chunks, as PutChunk each with no base, asking
 // the Store which it holds in one query per store.HasManyMax of them
-// rather than one each. The chunks become the Stage's.
+// rather than one each (and, as put, not about the small ones). The
+// chunks become the Stage's.
 func (st *Stage) PutChunks(chunks [][]byte) ([]object.ID, error) {
 	ids := make([]object.ID, len(chunks))
 	var ask []object.ID
-	var askAt []int
+	var askAt, small []int
 	st.mu.Lock()
 	for i, raw := range chunks {
 		ids[i] = object.Sum(object.KindChunk, raw)
-		if _, staged := st.objs[ids[i]]; !staged {
+		switch _, staged := st.objs[ids[i]]; {
+		case staged:
+		case st.skipHas(object.KindChunk, raw, object.Zero):
+			small = append(small, i)
+		default:
 			ask, askAt = append(ask, ids[i]), append(askAt, i)
 		}
 	}
 	st.mu.Unlock()
+	for _, i := range small {
+		st.stageNew(ids[i], object.KindChunk, chunks[i], object.Zero)
+	}
 	held, err := st.s.HasMany(ask)
 	if err != nil {
 		return nil, err
