@@ -68,7 +68,7 @@ func newHolder(hide string, background bool) (*holder, error) {
 // newMountNamespace moves the calling (locked) thread to a new mount
 // namespace that receives no mount propagation, so no mount made later
 // anywhere reaches it, and none made in it leaves; the Workspace's overlay
-// is attached to it explicitly (bindInto). Then it drops the LayerFS mounts
+// is attached to it explicitly (bindDetached). Then it drops the LayerFS mounts
 // the namespace was copied with and hides the state directory.
 func newMountNamespace(hide string) error {
 	// unshare(CLONE_NEWNS) refuses a thread that shares its filesystem
@@ -266,38 +266,28 @@ func (t *nsThread) run(fn func() error) error {
 
 func (t *nsThread) stop() { close(t.work) }
 
-// bindInto makes the holder's target path show src, a mount in the
-// daemon's namespace, replacing whatever was attached there before. It
-// clones the mount here and moves the clone into the holder's namespace,
-// so nothing below the state directory needs to be reachable there.
-func (h *holder) bindInto(src, target string) error {
-	fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
-	if err != nil {
-		return fmt.Errorf("clone mount %s: %w", src, err)
-	}
-	defer unix.Close(fd)
-	return h.attach(fd, src, target)
-}
-
-// bindDetached is bindInto for a detached mount, given by its descriptor.
+// bindDetached makes the holder's target path show mfd, a detached mount
+// of the daemon's, replacing whatever was attached there before. It
+// clones the mount and moves the clone into the holder's namespace, so
+// nothing below the state directory needs to be reachable there.
 func (h *holder) bindDetached(mfd int, target string) error {
 	fd, err := unix.OpenTree(mfd, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
 	if err != nil {
 		return fmt.Errorf("clone detached mount: %w", err)
 	}
 	defer unix.Close(fd)
-	return h.attach(fd, "a detached mount", target)
+	return h.attach(fd, target)
 }
 
 // attach moves the cloned mount fd to target in the holder's namespace,
-// replacing whatever was attached there before; src names it in errors.
+// replacing whatever was attached there before.
 // The new view goes beneath the one it replaces (MOVE_MOUNT_BENEATH), and
 // the old one on top is unmounted after attach returns, on the holder's
 // thread before it runs anything else: an unmount waits for an RCU grace
 // period, from a fraction of a millisecond to tens of them on busy cores,
 // and a commit's reply need not wait for that. Commands start on that
 // thread (inNamespace), so none starts before the new view shows.
-func (h *holder) attach(fd int, src, target string) error {
+func (h *holder) attach(fd int, target string) error {
 	beneath := false
 	err := h.inNamespace(false, func() error {
 		if err := os.MkdirAll(target, 0o755); err != nil {
@@ -310,7 +300,7 @@ func (h *holder) attach(fd int, src, target string) error {
 		// Nothing attached there yet, or a kernel before 6.5.
 		unix.Unmount(target, unix.MNT_DETACH)
 		if err := unix.MoveMount(fd, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-			return fmt.Errorf("attach %s at %s: %w", src, target, err)
+			return fmt.Errorf("attach the overlay at %s: %w", target, err)
 		}
 		return nil
 	})

@@ -14,10 +14,19 @@ import (
 	"github.com/layerfs/layerfs/internal/mountinfo"
 )
 
-// mountOverlay mounts lower (read-only) under upper at mnt. redirect_dir
-// lets renames of lower directories work and be captured; metacopy stays
-// off so a copy-up copies content; index and xino stay off because the
-// lower layer is FUSE.
+// overlayOptions are the options of a Workspace's overlay (see
+// overlayDetached), one "key=value" or flag each.
+func overlayOptions(lower, upper, work string) []string {
+	return []string{"lowerdir=" + lower, "upperdir=" + upper, "workdir=" + work,
+		"redirect_dir=on", "metacopy=off", "index=off", "xino=off", "volatile"}
+}
+
+// overlayDetached mounts lower (read-only) under upper as a detached
+// mount (fsopen, fsconfig, fsmount): it is seen nowhere until moved
+// somewhere (move_mount), and goes away when the returned descriptor is
+// closed without that. redirect_dir lets renames of lower directories
+// work and be captured; metacopy stays off so a copy-up copies content;
+// index and xino stay off because the lower layer is FUSE.
 //
 // volatile stops overlayfs from syncing the upper filesystem: otherwise
 // every copy-up fsyncs the copied file (32 MiB written to disk before a
@@ -31,25 +40,6 @@ import (
 // A volatile mount leaves a marker in its work directory that makes
 // overlayfs refuse the same work directory after a host crash; every
 // mount here gets a fresh one (resume removes the old).
-func mountOverlay(lower, upper, work, mnt string) error {
-	opts := strings.Join(overlayOptions(lower, upper, work), ",")
-	if err := unix.Mount("overlay", mnt, "overlay", 0, opts); err != nil {
-		return fmt.Errorf("mount overlay at %s: %w", mnt, err)
-	}
-	return nil
-}
-
-// overlayOptions are the options of a Workspace's overlay (see
-// mountOverlay), one "key=value" or flag each.
-func overlayOptions(lower, upper, work string) []string {
-	return []string{"lowerdir=" + lower, "upperdir=" + upper, "workdir=" + work,
-		"redirect_dir=on", "metacopy=off", "index=off", "xino=off", "volatile"}
-}
-
-// overlayDetached makes the overlay mountOverlay makes, with the same
-// options, as a detached mount (fsopen, fsconfig, fsmount): it is seen
-// nowhere until moved somewhere (move_mount), and goes away when the
-// returned descriptor is closed without that.
 func overlayDetached(lower, upper, work string) (int, error) {
 	fs, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
 	if err != nil {

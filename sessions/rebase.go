@@ -37,7 +37,7 @@ func (w *workspace) rebase(res *publish.Result, c *publish.Capture) ([]string, e
 	if err := os.MkdirAll(w.work(), 0o755); err != nil {
 		return nil, err
 	}
-	if err := w.mountAndBind(); err != nil {
+	if err := w.show(); err != nil {
 		return nil, err
 	}
 	removeInBackground(oldWork)
@@ -98,13 +98,4 @@ func removeUpper(upper, path string) error {
 		return nil
 	}
 	return err
-}
-
-// mountAndBind mounts the current overlay at the host path and shows it in
-// the holder's namespace.
-func (w *workspace) mountAndBind() error {
-	if err := mountOverlay(w.lower(), w.upper(), w.work(), w.hostPath()); err != nil {
-		return err
-	}
-	return w.holder.bindInto(w.hostPath(), w.rec.Path)
 }

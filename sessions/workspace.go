@@ -114,23 +114,20 @@ func newID() string {
 	return "ws-" + hex.EncodeToString(b[:])
 }
 
-// setup makes the directories, mounts the overlay, enters it into a
-// holder's namespace and records the Workspace.
+// setup makes the directories, takes a holder, shows the overlay and
+// records the Workspace.
 func (w *workspace) setup() error {
 	for _, p := range []string{w.upper(), w.work(), w.hostPath()} {
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return err
 		}
 	}
-	if err := mountOverlay(w.lower(), w.upper(), w.work(), w.hostPath()); err != nil {
-		return err
-	}
 	h, err := w.d.holders.get()
 	if err != nil {
 		return err
 	}
 	w.holder = h
-	if err := h.bindInto(w.hostPath(), w.rec.Path); err != nil {
+	if err := w.show(); err != nil {
 		return err
 	}
 	return w.rec.save(w.dir())
@@ -290,27 +287,35 @@ func (w *workspace) makeDirs() error {
 	return nil
 }
 
-// switchOverlay replaces the overlay in the holder's namespace and at the
-// host path with one of the current lease and directories, and saves the
-// record beside that. The views it replaces are unmounted in the
-// background (holder.attach, Daemon.retire).
+// switchOverlay shows the overlay of the current lease and directories
+// and saves the record beside that.
 func (w *workspace) switchOverlay() error {
 	saved := make(chan error, 1)
 	go func() { saved <- w.rec.save(w.dir()) }()
-	mfd, err := overlayDetached(w.lower(), w.upper(), w.work())
-	if err == nil {
-		err = w.holder.bindDetached(mfd, w.rec.Path)
-		if err == nil {
-			err = w.d.retire(w.hostPath())
-		}
-		if err == nil {
-			if err = unix.MoveMount(mfd, "", unix.AT_FDCWD, w.hostPath(), unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-				err = fmt.Errorf("attach overlay at %s: %w", w.hostPath(), err)
-			}
-		}
-		unix.Close(mfd)
-	}
+	err := w.show()
 	return errors.Join(err, <-saved)
+}
+
+// show mounts the overlay of the current lease and directories and makes
+// it the Workspace's view, in the holder's namespace and at the host
+// path. The views it replaces, if any, are unmounted in the background
+// (holder.attach, Daemon.retire).
+func (w *workspace) show() error {
+	mfd, err := overlayDetached(w.lower(), w.upper(), w.work())
+	if err != nil {
+		return err
+	}
+	defer unix.Close(mfd)
+	if err := w.holder.bindDetached(mfd, w.rec.Path); err != nil {
+		return err
+	}
+	if err := w.d.retire(w.hostPath()); err != nil {
+		return err
+	}
+	if err := unix.MoveMount(mfd, "", unix.AT_FDCWD, w.hostPath(), unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("attach overlay at %s: %w", w.hostPath(), err)
+	}
+	return nil
 }
 
 // Discard drops a Workspace's uncommitted changes; it keeps its lease.
