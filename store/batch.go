@@ -251,16 +251,17 @@ func (s *Store) writePack(objs []*pendingObject) (BatchStats, error) {
 	if err := tx.Commit(); err != nil {
 		return BatchStats{}, fmt.Errorf("write pack: %w", err)
 	}
-	s.ckpt.wrote(st.StoredBytes)
-	s.shrinkWriterCache(st.StoredBytes)
+	s.wrote(st.StoredBytes)
 	return st, nil
 }
 
-// shrinkWriterCache hands back the pages a large write transaction kept
-// in the writer's page cache (see cacheSpillPages): SQLite keeps them,
+// wrote follows a committed write transaction that stored about n bytes:
+// it tells the checkpointer, and hands back the pages a large one kept in
+// the writer's page cache (see cacheSpillPages) — SQLite keeps them,
 // clean, after the commit, and every later commit would walk them.
-func (s *Store) shrinkWriterCache(wrote int64) {
-	if wrote > writerCacheBytes {
+func (s *Store) wrote(n int64) {
+	s.ckpt.wrote(n)
+	if n > writerCacheBytes {
 		s.w.ExecContext(context.Background(), `PRAGMA shrink_memory`)
 	}
 }

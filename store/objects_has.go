@@ -44,9 +44,7 @@ func (s *Store) hasPart(ids []object.ID) (map[object.ID]bool, error) {
 		if err := rows.Scan(&raw); err != nil {
 			return nil, err
 		}
-		var id object.ID
-		if len(raw) == len(id) {
-			copy(id[:], raw)
+		if id, err := object.FromBytes(raw); err == nil {
 			found[id] = true
 		}
 	}

@@ -49,8 +49,7 @@ func (s *Store) Update(fn func(tx *RefTx) error) error {
 		return fmt.Errorf("commit: %w", err)
 	}
 	rt.countStages()
-	s.ckpt.wrote(rt.storedBytes())
-	s.shrinkWriterCache(rt.storedBytes())
+	s.wrote(rt.storedBytes())
 	return nil
 }
 
@@ -85,8 +84,13 @@ func (t *RefTx) flushObjects() error {
 
 // Head returns a branch's head commit.
 func (t *RefTx) Head(branch string) (object.ID, error) {
+	return scanHead(stmt(t.ctx, t.tx, t.s.wstmts.head).QueryRowContext(t.ctx, branch), branch)
+}
+
+// scanHead reads the head a branch's row holds.
+func scanHead(row *sql.Row, branch string) (object.ID, error) {
 	var head []byte
-	err := stmt(t.ctx, t.tx, t.s.wstmts.head).QueryRowContext(t.ctx, branch).Scan(&head)
+	err := row.Scan(&head)
 	if errors.Is(err, sql.ErrNoRows) {
 		return object.Zero, fmt.Errorf("branch %q: %w", branch, ErrNotFound)
 	}
@@ -108,15 +112,7 @@ func (s *Store) HeadForWrite(branch string) (object.ID, error) {
 		b, err := s.Branch(branch)
 		return b.Head, err
 	}
-	var head []byte
-	err := s.wstmts.head.QueryRow(branch).Scan(&head)
-	if errors.Is(err, sql.ErrNoRows) {
-		return object.Zero, fmt.Errorf("branch %q: %w", branch, ErrNotFound)
-	}
-	if err != nil {
-		return object.Zero, err
-	}
-	return object.FromBytes(head)
+	return scanHead(s.wstmts.head.QueryRow(branch), branch)
 }
 
 // CreateBranch adds a branch pointing at head; start records the ref it was

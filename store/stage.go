@@ -67,9 +67,7 @@ func (st *Stage) put(k object.Kind, raw []byte, base object.ID, owned bool) (obj
 	if !st.skipHas(k, raw, base) {
 		if ok, err := st.s.Has(id); err != nil || ok {
 			if ok {
-				st.mu.Lock()
-				st.stats.Reused++
-				st.mu.Unlock()
+				st.reused()
 			}
 			return id, err
 		}
@@ -110,14 +108,19 @@ func (st *Stage) PutChunks(chunks [][]byte) ([]object.ID, error) {
 	}
 	for j, i := range askAt {
 		if held[j] {
-			st.mu.Lock()
-			st.stats.Reused++
-			st.mu.Unlock()
+			st.reused()
 			continue
 		}
 		st.stageNew(ids[i], object.KindChunk, chunks[i], object.Zero)
 	}
 	return ids, nil
+}
+
+// reused counts an object the Store held already.
+func (st *Stage) reused() {
+	st.mu.Lock()
+	st.stats.Reused++
+	st.mu.Unlock()
 }
 
 // stageNew encodes and stages an object the Store lacks, and starts a
@@ -244,9 +247,9 @@ func (st *Stage) take() []*pendingObject {
 	var objs []*pendingObject
 	for n := range st.nextID {
 		for _, o := range st.flying[n] {
-			// A copy: the spill marks its own as written.
-			objs = append(objs, &pendingObject{id: o.id, kind: o.kind, raw: o.raw, enc: o.enc,
-				data: o.data, base: o.base, depth: o.depth})
+			c := *o // a copy: the spill marks its own as written
+			c.written = false
+			objs = append(objs, &c)
 		}
 	}
 	objs = append(objs, st.order...)
