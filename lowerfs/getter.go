@@ -125,15 +125,10 @@ func (g *getter) tree(id object.ID) (*store.Tree, error) {
 		if err == nil {
 			t, err = g.loadTree(data)
 		}
-		var val any
-		var cost int64
-		if err == nil {
-			val, cost = t, treeCost(t)
-		}
 		if err != nil {
 			return nil, 0, &ObjectError{Kind: object.KindTree, ID: id, Err: err}
 		}
-		return val, cost, nil
+		return t, treeCost(t), nil
 	})
 	if err != nil {
 		return nil, err

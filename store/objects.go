@@ -23,10 +23,7 @@ type readStmts struct {
 }
 
 func (s *Store) prepareStmts() error {
-	for _, q := range []struct {
-		st  **sql.Stmt
-		sql string
-	}{
+	return prepareAll(s.r, []stmtSQL{
 		{&s.stmts.get, getQuery},
 		{&s.stmts.has, `SELECT 1 FROM objects WHERE id = ?`},
 		{&s.stmts.hasMany, hasManyQuery},
@@ -36,17 +33,33 @@ func (s *Store) prepareStmts() error {
 		{&s.stmts.layerSeq, `SELECT layer, commit_id, created FROM manifest WHERE seq = ?`},
 		{&s.stmts.many, manyQuery},
 		{&s.stmts.run, runQuery},
-	} {
+	})
+}
+
+func (r *readStmts) close() {
+	closeAll(r.get, r.has, r.hasMany, r.depth, r.branch, r.blame, r.layerSeq, r.many, r.run)
+}
+
+// stmtSQL is a statement to prepare and where to keep it.
+type stmtSQL struct {
+	st  **sql.Stmt
+	sql string
+}
+
+// prepareAll prepares each statement on db.
+func prepareAll(db *sql.DB, qs []stmtSQL) error {
+	for _, q := range qs {
 		var err error
-		if *q.st, err = s.r.Prepare(q.sql); err != nil {
+		if *q.st, err = db.Prepare(q.sql); err != nil {
 			return fmt.Errorf("prepare %q: %w", q.sql, err)
 		}
 	}
 	return nil
 }
 
-func (r *readStmts) close() {
-	for _, st := range []*sql.Stmt{r.get, r.has, r.hasMany, r.depth, r.branch, r.blame, r.layerSeq, r.many, r.run} {
+// closeAll closes the statements that were prepared.
+func closeAll(sts ...*sql.Stmt) {
+	for _, st := range sts {
 		if st != nil {
 			st.Close()
 		}

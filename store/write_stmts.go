@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"fmt"
 
 	"github.com/layerfs/layerfs/object"
 )
@@ -21,10 +20,7 @@ func (s *Store) prepareWriteStmts() error {
 	if s.w == nil {
 		return nil
 	}
-	for _, q := range []struct {
-		st  **sql.Stmt
-		sql string
-	}{
+	return prepareAll(s.w, []stmtSQL{
 		{&s.wstmts.insertPack, `INSERT INTO packs(created) VALUES(?)`},
 		{&s.wstmts.insertObject, `INSERT INTO objects(id, kind, size, enc, base, depth, pack, data) VALUES(?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING`},
 		{&s.wstmts.sealPack, `UPDATE packs SET sealed = 1, objects = ?, raw_bytes = ?, stored_bytes = ? WHERE id = ?`},
@@ -33,21 +29,11 @@ func (s *Store) prepareWriteStmts() error {
 		{&s.wstmts.insertBlame, `INSERT INTO blame(path, content, commit_id, data) VALUES(?, ?, ?, ?)`},
 		{&s.wstmts.get, getQuery},
 		{&s.wstmts.blame, blameQuery},
-	} {
-		var err error
-		if *q.st, err = s.w.Prepare(q.sql); err != nil {
-			return fmt.Errorf("prepare %q: %w", q.sql, err)
-		}
-	}
-	return nil
+	})
 }
 
 func (w *writeStmts) close() {
-	for _, st := range []*sql.Stmt{w.insertPack, w.insertObject, w.sealPack, w.head, w.setHead, w.insertBlame, w.get, w.blame} {
-		if st != nil {
-			st.Close()
-		}
-	}
+	closeAll(w.insertPack, w.insertObject, w.sealPack, w.head, w.setHead, w.insertBlame, w.get, w.blame)
 }
 
 // stmt binds a prepared statement to tx. The writer has one connection, so
