@@ -14,6 +14,12 @@ import (
 // Write stores the content read from r until io.EOF and returns its File.
 // It reads a large file once, keeping a chunk at a time in memory.
 func Write(s Store, r io.Reader) (File, error) {
+	return write(s, r, func(r io.Reader) (File, error) { return writeLarge(s, r) })
+}
+
+// write stores a small file read from r as one chunk, and hands a large
+// one, whole, to large.
+func write(s Store, r io.Reader, large func(io.Reader) (File, error)) (File, error) {
 	head, err := io.ReadAll(io.LimitReader(r, SmallFileMax))
 	if err != nil {
 		return File{}, fmt.Errorf("write file: %w", err)
@@ -21,7 +27,7 @@ func Write(s Store, r io.Reader) (File, error) {
 	if len(head) < SmallFileMax {
 		return writeSmall(s, head, object.Zero)
 	}
-	return writeLarge(s, io.MultiReader(bytes.NewReader(head), r))
+	return large(io.MultiReader(bytes.NewReader(head), r))
 }
 
 // WriteBytes stores b and returns its File. The Store may keep b's chunks
@@ -74,18 +80,11 @@ func writeLarge(s Store, r io.Reader) (File, error) {
 // stores the chunks cut before, so a file's capture takes about as long
 // as cutting it. The result is the File Write makes.
 func WriteConcurrent(s Store, r io.Reader) (File, error) {
-	head, err := io.ReadAll(io.LimitReader(r, SmallFileMax))
-	if err != nil {
-		return File{}, fmt.Errorf("write file: %w", err)
-	}
-	if len(head) < SmallFileMax {
-		return writeSmall(s, head, object.Zero)
-	}
-	w := newChunkWriter(s, runtime.GOMAXPROCS(0))
-	err = cutChunks(io.MultiReader(bytes.NewReader(head), r), func(data []byte, _ bool) error {
-		return w.put(bytes.Clone(data))
+	return write(s, r, func(r io.Reader) (File, error) {
+		w := newChunkWriter(s, runtime.GOMAXPROCS(0))
+		err := cutChunks(r, func(data []byte, _ bool) error { return w.put(bytes.Clone(data)) })
+		return w.finish(err)
 	})
-	return w.finish(err)
 }
 
 // finish waits for the chunks given, then builds the file's tree over
