@@ -177,8 +177,12 @@ func (cw *capturer) file(abs, path, lowerPath string, e store.Entry, lower *stor
 		return err
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
 	if lower != nil && lower.Type == store.TypeFile && lower.Size >= extents.SmallFileMax {
-		content, ok, err := cw.patch(f, lowerPath, lower)
+		content, ok, err := cw.patch(f, fi.Size(), lowerPath, lower)
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
@@ -195,10 +199,6 @@ func (cw *capturer) file(abs, path, lowerPath string, e store.Entry, lower *stor
 			cw.cap.Unchanged = append(cw.cap.Unchanged, path)
 			return nil
 		}
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		return err
 	}
 	content, err := extents.WriteAt(cw.content, f, fi.Size())
 	if err != nil {
@@ -224,19 +224,14 @@ func (cw *capturer) captured(path string, e store.Entry, lower *store.Entry, con
 // the lower version: content shifted by an insertion differs everywhere.
 const patchLimit = 4 << 20
 
-// patch captures a big file whose lower version is lower by comparing
-// the two chunk by chunk and storing only the chunks around the ranges
-// that changed (extents.Diff, extents.Patch): a 10-byte overwrite of a
-// copied-up file costs about a chunk, not the file. It reports false when
-// the file differs too much for that to pay; then it must be written
+// patch captures a big file of size bytes whose lower version is lower by
+// comparing the two chunk by chunk and storing only the chunks around the
+// ranges that changed (extents.Diff, extents.Patch): a 10-byte overwrite
+// of a copied-up file costs about a chunk, not the file. It reports false
+// when the file differs too much for that to pay; then it must be written
 // whole.
-func (cw *capturer) patch(f *os.File, lowerPath string, lower *store.Entry) (extents.File, bool, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return extents.File{}, false, err
-	}
+func (cw *capturer) patch(f *os.File, size int64, lowerPath string, lower *store.Entry) (extents.File, bool, error) {
 	old := extents.File{ID: lower.ID, Size: lower.Size}
-	size := fi.Size()
 	lowerAbs := filepath.Join(cw.lowerDir, filepath.FromSlash(lowerPath))
 	if cw.lowerDir != "" && size != old.Size {
 		if g, ok, err := cw.splice(f, size, lowerAbs, old); ok || err != nil {
@@ -244,8 +239,7 @@ func (cw *capturer) patch(f *os.File, lowerPath string, lower *store.Entry) (ext
 		}
 	}
 	limit := min(size/8, patchLimit)
-	err = errNotResident
-	var ranges []extents.Range
+	ranges, err := []extents.Range(nil), errNotResident
 	if cw.lowerDir != "" {
 		ranges, err = compareLower(f, size, lowerAbs, old.Size, limit)
 	}
