@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // Lifecycles of a Workspace around a 32 MiB file of random bytes (the
@@ -50,6 +51,18 @@ func BenchmarkWorkspaceBigFileEdit(b *testing.B) {
 	life.report(b, "lifecycle-ms")
 	e.logPhases(b)
 	b.ReportMetric(float64(e.stored(b)-before)/float64(b.N)*16/(1<<20), "MiB-stored/16commits")
+	// The same edit when the agent pauses between commands, as agents do
+	// to think: by then the commit's read-ahead of the new version
+	// (sessions/warm.go) is done, and the copy-up reads cached pages.
+	var paused samples
+	for i := 0; i < 8; i++ {
+		time.Sleep(300 * time.Millisecond)
+		id := e.create(b).ID
+		paused.time(func() { e.sh(b, id, script(i)) })
+		e.commit(b, id)
+		e.end(b, id)
+	}
+	paused.report(b, "exec-after-pause-ms")
 	// The same command in a plain overlayfs over ext4: the copy-up of the
 	// whole file that any overlay pays before the 10-byte write.
 	plain := plainOverlayExec(b, b.N, script)

@@ -68,7 +68,10 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	switch res.Status {
 	case publish.Committed:
 		w.rec.Commits++
-		err = w.follow(res.Commit, res.FinishAudit)
+		old := w.rec.lease()
+		if err = w.follow(res.Commit, res.FinishAudit); err == nil {
+			w.d.warm(old, res.Commit, c.Changes)
+		}
 	case publish.UpToDate:
 		err = w.follow(res.Head, nil)
 	case publish.Conflict:

@@ -48,8 +48,10 @@ type Daemon struct {
 	reaper  reaper
 	// retiring counts replaced host views still being unmounted (retire).
 	retiring sync.WaitGroup
-	log      *log.Logger
-	id       string // how leases name this daemon
+	// warming counts reads ahead of committed big files (warm.go).
+	warming sync.WaitGroup
+	log     *log.Logger
+	id      string // how leases name this daemon
 
 	mu      sync.Mutex
 	ws      map[string]*workspace
@@ -213,6 +215,7 @@ func (d *Daemon) Close() error {
 func (d *Daemon) teardown() error {
 	var errs []error
 	d.retiring.Wait()
+	d.warming.Wait()
 	errs = append(errs, unmount(d.dir("mnt")))
 	if d.fuse != nil {
 		errs = append(errs, d.fuse.Unmount())
