@@ -49,6 +49,7 @@ type Config struct {
 type Server struct {
 	srv  *fuse.Server
 	fsys *fileSystem
+	root fs.InodeEmbedder
 	mnt  string
 	log  *log.Logger
 	done chan struct{}
@@ -81,7 +82,7 @@ func Mount(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("mount at %s: %w", mnt, err)
 	}
 	tuneReadAhead(mnt)
-	s := &Server{srv: srv, fsys: fsys, mnt: mnt, log: logger, done: make(chan struct{})}
+	s := &Server{srv: srv, fsys: fsys, root: root, mnt: mnt, log: logger, done: make(chan struct{})}
 	go s.serve()
 	return s, nil
 }

@@ -1,10 +1,6 @@
 package sessions
 
 import (
-	"io"
-	"os"
-	"path/filepath"
-
 	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/publish"
 	"github.com/layerfs/layerfs/store"
@@ -15,14 +11,16 @@ import (
 // with nothing in the kernel's page cache. The next command to write such a
 // file copies it up whole, reading it through FUSE: for a 32 MiB file that
 // was 118 ms of a 10-byte edit's exec against 46 ms when the new version was
-// already cached (a plain overlay over ext4 takes ~30 ms). So a commit reads
-// the big files it modified through the mount in the background, while the
-// agent reads the result and plans its next command. It reads what the
-// Store serves — never the old upperdir, which a process that outlived the
-// commit could still be writing — so the cache holds only the Commit's bytes.
+// already cached (a plain overlay over ext4 takes ~30 ms). So, in the
+// background, a commit puts the big files it modified into the mount's page
+// cache (fusefs.Server.CacheFile: notify-store messages, no FUSE request per
+// read) while the agent reads the result and plans its next command. The
+// bytes are what the Store serves — never the old upperdir, which a process
+// that outlived the commit could still be writing — so the cache holds only
+// the Commit's bytes.
 //
 // Only files the Workspace already had (a modified file was in its page
-// cache as the old version) of at least warmMin bytes are read, at most
+// cache as the old version) of at least warmMin bytes are cached, at most
 // warmMax bytes per commit: a new file, or one the agent never read, is
 // left for whoever reads it.
 const (
@@ -54,29 +52,18 @@ func warmPaths(s *store.Store, oldLease object.ID, cs *publish.Changeset) []stri
 	return out
 }
 
-// warm reads the big files cs modified, as commit holds them, through the
-// Store's FUSE mount, in the background; Close waits for it before
-// unmounting.
+// warm puts the big files cs modified, as commit holds them, into the
+// page cache of the Store's FUSE mount, in the background; Close waits for
+// it before unmounting.
 func (d *Daemon) warm(oldLease, commit object.ID, cs *publish.Changeset) {
 	d.warming.Add(1)
 	go func() {
 		defer d.warming.Done()
 		paths := warmPaths(d.s, oldLease, cs)
-		buf := make([]byte, 1<<20)
 		for _, p := range paths {
-			f, err := os.Open(filepath.Join(d.dir("lower", commit.String()), filepath.FromSlash(p)))
-			if err != nil {
-				continue // the cache is a help, not a promise
+			if err := d.fuse.CacheFile(commit, p); err != nil {
+				d.log.Printf("cache %s:%s: %v", commit.Short(), p, err)
 			}
-			for {
-				if _, err := f.Read(buf); err != nil {
-					if err != io.EOF {
-						d.log.Printf("read ahead %s:%s: %v", commit.Short(), p, err)
-					}
-					break
-				}
-			}
-			f.Close()
 		}
 	}()
 }
