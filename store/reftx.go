@@ -49,7 +49,7 @@ func (s *Store) Update(fn func(tx *RefTx) error) error {
 		return fmt.Errorf("commit: %w", err)
 	}
 	rt.countStages()
-	s.wrote(rt.storedBytes())
+	s.wrote(rt.storedBytes(), false)
 	return nil
 }
 

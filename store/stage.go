@@ -23,6 +23,8 @@ type Stage struct {
 	nextID int
 	stats  BatchStats
 	spills sync.WaitGroup
+	// flushing: Flush waits for the spills, then writes what is staged.
+	flushing bool
 }
 
 // stageSpill is how many stored bytes a Stage collects before it writes
@@ -152,7 +154,7 @@ func (st *Stage) stageNew(id object.ID, k object.Kind, raw []byte, base object.I
 // fail, they are staged again, for Flush or a ref transaction to write.
 func (st *Stage) spill(n int, objs []*pendingObject) {
 	defer st.spills.Done()
-	b, err := st.s.writePack(objs)
+	b, err := st.s.writePack(objs, func() bool { return st.spillsBesides(n) })
 	st.count(b)
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -173,6 +175,22 @@ func (st *Stage) spill(n int, objs []*pendingObject) {
 			st.bytes -= len(o.data)
 		}
 	}
+}
+
+func (st *Stage) setFlushing(on bool) {
+	st.mu.Lock()
+	st.flushing = on
+	st.mu.Unlock()
+}
+
+// spillsBesides reports whether a pack follows spill n at once: another
+// spill under way, or what Flush, waiting for them, writes next.
+func (st *Stage) spillsBesides(n int) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	_, self := st.flying[n]
+	others := len(st.flying) > 1 || (len(st.flying) == 1 && !self)
+	return others || (st.flushing && len(st.order) > 0)
 }
 
 // askMax: a Stage does not ask the Store whether a chunk this small (with
@@ -272,6 +290,8 @@ func (st *Stage) count(b BatchStats) {
 // transaction, and empties the Stage. It waits for the spills under way
 // first.
 func (st *Stage) Flush() error {
+	st.setFlushing(true)
+	defer st.setFlushing(false)
 	st.spills.Wait()
 	objs := st.take()
 	for len(objs) > 0 {
@@ -280,7 +300,8 @@ func (st *Stage) Flush() error {
 			size += len(objs[n].data)
 			n++
 		}
-		b, err := st.s.writePack(objs[:n])
+		last := n == len(objs)
+		b, err := st.s.writePack(objs[:n], func() bool { return !last })
 		st.count(b)
 		if err != nil {
 			return err
