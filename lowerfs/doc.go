@@ -26,7 +26,9 @@
 // up only once half of it has been read, so each top-up is a long run of
 // chunks. A read of several chunks also hands all but its first chunk to
 // the workers, so one large request is served by every core. A read
-// elsewhere resets the window.
+// elsewhere resets the window; one a little behind (the kernel's requests
+// arrive out of order) leaves it alone. Whatever a read needs that is
+// neither cached nor on its way, it loads itself, in one batch.
 //
 // Prefetched chunks are claimed in the Cache when they are queued, so a
 // reader that needs one waits for the worker rather than loading it a

@@ -66,11 +66,16 @@ func (f *File) Slices(off, n int64) ([][]byte, error) {
 	if f.size >= extents.SmallFileMax {
 		f.prefetch(off, end-off)
 	}
-	var out [][]byte
+	var exts []extents.Extent
 	for e, err := range f.r.Extents(off, end-off) {
 		if err != nil {
 			return nil, fmt.Errorf("read %q: %w", f.name, err)
 		}
+		exts = append(exts, e)
+	}
+	f.load(exts)
+	out := make([][]byte, 0, len(exts))
+	for _, e := range exts {
 		data, err := f.chunk(e)
 		if err != nil {
 			return nil, fmt.Errorf("read %q at %d: %w", f.name, e.Off, err)
@@ -78,6 +83,20 @@ func (f *File) Slices(off, n int64) ([][]byte, error) {
 		out = append(out, data[max(off, e.Off)-e.Off:min(end, e.End())-e.Off])
 	}
 	return out, nil
+}
+
+// load reads those of the extents' chunks that are neither cached nor on
+// their way, in one batch: the first chunk of a read (prefetch leaves it
+// to the reader) and any that read-ahead skipped. A query per chunk would
+// cost about twice as much.
+func (f *File) load(exts []extents.Extent) {
+	ids := make([]object.ID, len(exts))
+	for i, e := range exts {
+		ids[i] = e.Chunk
+	}
+	if todo, loads := f.v.g.c.claim(ids); len(todo) > 0 {
+		f.v.g.loadClaimed(todo, loads, object.KindChunk)
+	}
 }
 
 // chunk returns an extent's bytes, checked against its length.

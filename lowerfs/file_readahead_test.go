@@ -13,6 +13,8 @@ func TestReadAheadWindow(t *testing.T) {
 		{384 << 10, 128 << 10, 384<<10 + 1<<20, 512<<10 + limit},              // capped at the limit
 		{512 << 10, 128 << 10, 640 << 10, 640 << 10},                          // over half the window still queued: nothing
 		{1 << 20, 1 << 20, 512<<10 + limit, 2<<20 + limit},                    // under half: topped up
+		{1 << 20, 128 << 10, 1<<20 + 128<<10, 1<<20 + 128<<10},                // a late read changes nothing
+		{7 << 20, 1 << 20, 4 << 20, 8<<20 + limit},                            // ahead of the window: the gap too
 		{100 << 20, 4096, 100 << 20, 100<<20 + 4096},                          // a jump: just the read
 		{100<<20 + 4096, 4096, 100<<20 + 4096, 100<<20 + 8192 + minReadAhead}, // sequential again
 	} {

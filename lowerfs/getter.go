@@ -81,7 +81,7 @@ func (g *getter) loadClaimed(ids []object.ID, loads map[object.ID]*cacheLoad, k 
 		n++
 	}
 	var err error
-	if bs, ok := g.s.(BatchStore); ok {
+	if bs, ok := g.s.(BatchStore); ok && len(ids) > 1 {
 		err = bs.GetMany(ids, k, publish)
 	} else {
 		for _, id := range ids {
