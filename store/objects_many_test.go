@@ -38,30 +38,54 @@ func TestGetManyReadsLikeGet(t *testing.T) {
 	tree := putFlush(t, s, object.KindTree, []byte{0})
 
 	ask := append(append([]object.ID{}, ids...), delta, missing, tree, ids[0]) // ids[0] twice
-	got := map[object.ID][]byte{}
-	errs := map[object.ID]error{}
-	calls := 0
-	err := s.GetMany(ask, object.KindChunk, func(id object.ID, data []byte, err error) {
-		calls++
-		got[id], errs[id] = data, err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if calls != len(ask)-1 {
-		t.Errorf("%d calls for %d distinct ids", calls, len(ask)-1)
-	}
-	for id, data := range want {
-		if errs[id] != nil || !bytes.Equal(got[id], data) {
-			t.Errorf("object %s: %v", id.Short(), errs[id])
+	for name, getMany := range manyReaders(t, s) {
+		got := map[object.ID][]byte{}
+		errs := map[object.ID]error{}
+		calls := 0
+		err := getMany(ask, object.KindChunk, func(id object.ID, data []byte, err error) {
+			calls++
+			got[id], errs[id] = data, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if calls != len(ask)-1 {
+			t.Errorf("%s: %d calls for %d distinct ids", name, calls, len(ask)-1)
+		}
+		for id, data := range want {
+			if errs[id] != nil || !bytes.Equal(got[id], data) {
+				t.Errorf("%s: object %s: %v", name, id.Short(), errs[id])
+			}
+		}
+		if !errors.Is(errs[missing], ErrNotFound) {
+			t.Errorf("%s: missing object: %v", name, errs[missing])
+		}
+		if !errors.Is(errs[tree], ErrCorrupt) {
+			t.Errorf("%s: object of another kind: %v", name, errs[tree])
 		}
 	}
-	if !errors.Is(errs[missing], ErrNotFound) {
-		t.Errorf("missing object: %v", errs[missing])
+}
+
+type manyReader func(ids []object.ID, k object.Kind, fn func(id object.ID, data []byte, err error)) error
+
+// manyReaders are GetMany and GetManyInto, the latter checking that what
+// it hands over is in the buffers it asked for.
+func manyReaders(t *testing.T, s *Store) map[string]manyReader {
+	into := func(ids []object.ID, k object.Kind, fn func(id object.ID, data []byte, err error)) error {
+		bufs := map[*byte]bool{}
+		alloc := func(n int) []byte {
+			b := make([]byte, n, n+7)
+			bufs[&b[:1][0]] = true
+			return b
+		}
+		return s.GetManyInto(ids, k, alloc, func(id object.ID, data []byte, err error) {
+			if err == nil && (len(data) == 0 || !bufs[&data[0]]) {
+				t.Errorf("GetManyInto: object %s is not in a buffer from alloc", id.Short())
+			}
+			fn(id, data, err)
+		})
 	}
-	if !errors.Is(errs[tree], ErrCorrupt) {
-		t.Errorf("object of another kind: %v", errs[tree])
-	}
+	return map[string]manyReader{"GetMany": s.GetMany, "GetManyInto": into}
 }
 
 func putDelta(t *testing.T, s *Store, data []byte, base object.ID) object.ID {
@@ -109,16 +133,18 @@ func TestGetManyRuns(t *testing.T) {
 	for i := len(run) - 1; i >= 0; i-- {
 		reversed = append(reversed, run[i])
 	}
-	for _, ask := range [][]object.ID{run, reversed, append(run[:GetManyMax/2:GetManyMax/2], early)} {
-		n := 0
-		err := s.GetMany(ask, object.KindChunk, func(id object.ID, data []byte, err error) {
-			n++
-			if err != nil || !bytes.Equal(data, want[id]) {
-				t.Errorf("object %s: %v", id.Short(), err)
+	for name, getMany := range manyReaders(t, s) {
+		for _, ask := range [][]object.ID{run, reversed, append(run[:GetManyMax/2:GetManyMax/2], early)} {
+			n := 0
+			err := getMany(ask, object.KindChunk, func(id object.ID, data []byte, err error) {
+				n++
+				if err != nil || !bytes.Equal(data, want[id]) {
+					t.Errorf("%s: object %s: %v", name, id.Short(), err)
+				}
+			})
+			if err != nil || n != len(ask) {
+				t.Errorf("%s: %d of %d objects read: %v", name, n, len(ask), err)
 			}
-		})
-		if err != nil || n != len(ask) {
-			t.Errorf("%d of %d objects read: %v", n, len(ask), err)
 		}
 	}
 }

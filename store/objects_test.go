@@ -159,6 +159,12 @@ func TestCorruptObjectIsDetected(t *testing.T) {
 	if _, err := s.Get(good, object.KindChunk); err != nil {
 		t.Errorf("other objects must stay readable: %v", err)
 	}
+	errs := map[object.ID]error{}
+	err = s.GetManyInto([]object.ID{good, bad}, object.KindChunk, func(n int) []byte { return make([]byte, n) },
+		func(id object.ID, data []byte, err error) { errs[id] = err })
+	if err != nil || errs[good] != nil || !errors.Is(errs[bad], ErrCorrupt) {
+		t.Errorf("GetManyInto of a good and a corrupt object: %v; %v, %v", err, errs[good], errs[bad])
+	}
 }
 
 func TestBatchWritesManyPacksAndConcurrentPuts(t *testing.T) {

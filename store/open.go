@@ -77,6 +77,7 @@ type Store struct {
 	codec  *codec
 	meta   map[string]string
 	stmts  readStmts
+	raw    rawPool       // connections for GetManyInto
 	ckpt   *checkpointer // nil when read-only
 	wstmts writeStmts
 	trees  cache[*Tree]
@@ -285,6 +286,7 @@ func (s *Store) Close() error {
 	errs := []error{c.stop()}
 	s.stmts.close()
 	s.wstmts.close()
+	s.raw.close()
 	if s.r != nil {
 		errs = append(errs, s.r.Close())
 	}
