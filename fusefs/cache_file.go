@@ -48,7 +48,7 @@ func (s *Server) CacheFile(commit object.ID, path string) error {
 	}
 	buf := make([]byte, cacheChunk)
 	for off := int64(0); off < fn.e.Size; off += cacheChunk {
-		slices, err := f.Slices(off, cacheChunk)
+		slices, release, err := f.Slices(off, cacheChunk)
 		if err != nil {
 			return fmt.Errorf("cache %s: %w", path, err)
 		}
@@ -56,6 +56,7 @@ func (s *Server) CacheFile(commit object.ID, path string) error {
 		for _, sl := range slices {
 			k += copy(buf[k:], sl)
 		}
+		release()
 		if errno := n.WriteCache(off, buf[:k]); errno != 0 {
 			return fmt.Errorf("cache %s at %d: %w", path, off, errno)
 		}

@@ -34,7 +34,8 @@
 // for files at all; extended attributes are disabled the same way. The
 // mount is read-only (MS_RDONLY) and every write-type operation that still
 // reaches a node answers EROFS. A READ is answered with the cached chunks
-// themselves, which go-fuse writes to the kernel with one writev.
+// themselves, which go-fuse writes to the kernel with one writev; they are
+// released (and their buffers recycled) once it has.
 //
 // # Inode numbers
 //

@@ -3,6 +3,7 @@ package fusefs
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -54,17 +55,57 @@ func (n *fileNode) Flush(ctx context.Context, f fs.FileHandle) syscall.Errno {
 }
 
 // Read answers with the cached chunks themselves, which go-fuse writes to
-// the kernel with one writev: no copy into dest.
+// the kernel with one writev: no copy into dest. The chunks stay held
+// until go-fuse is done with the reply.
 func (n *fileNode) Read(ctx context.Context, f fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	file, err := n.file()
 	var slices [][]byte
+	var release func()
 	if err == nil {
-		slices, err = file.Slices(off, int64(len(dest)))
+		slices, release, err = file.Slices(off, int64(len(dest)))
 	}
 	if err != nil {
 		return nil, n.fsys.errno(err, n.EmbeddedInode(), "")
 	}
-	return fuse.ReadResultVector(slices), 0
+	return &chunksResult{slices: slices, release: release}, 0
+}
+
+// chunksResult is a read's reply: slices of chunks that lowerfs recycles
+// once released, which Done does after go-fuse has written them. It offers
+// Slices, so go-fuse writes them with writev rather than copying them.
+type chunksResult struct {
+	slices  [][]byte
+	release func()
+	done    atomic.Bool
+}
+
+var _ fuse.ReadResult = (*chunksResult)(nil)
+
+func (r *chunksResult) Size() int {
+	n := 0
+	for _, s := range r.slices {
+		n += len(s)
+	}
+	return n
+}
+
+// Slices is what go-fuse's writev path asks for.
+func (r *chunksResult) Slices() ([][]byte, fuse.Status) { return r.slices, fuse.OK }
+
+func (r *chunksResult) Bytes(buf []byte) ([]byte, fuse.Status) {
+	buf = buf[:0]
+	for _, s := range r.slices {
+		buf = append(buf, s...)
+	}
+	return buf, fuse.OK
+}
+
+// Done releases the chunks, once however often it is called: releasing
+// them twice would recycle buffers other reads still use.
+func (r *chunksResult) Done() {
+	if r.done.CompareAndSwap(false, true) {
+		r.release()
+	}
 }
 
 func (n *fileNode) OnForget() { n.fsys.inos.forget(n.StableAttr().Ino) }

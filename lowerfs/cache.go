@@ -35,11 +35,13 @@ type cacheItem struct {
 	cost int64
 }
 
-// cacheLoad is one load in progress; later askers wait on done.
+// cacheLoad is one load in progress; later askers wait on done. A chunk
+// loaded is held once for each of the waiters.
 type cacheLoad struct {
-	done chan struct{}
-	val  any
-	err  error
+	done    chan struct{}
+	val     any
+	err     error
+	waiters int32 // guarded by Cache.mu
 }
 
 type cacheCounters struct {
@@ -90,16 +92,23 @@ func (c *Cache) Stats() CacheStats {
 type loadFunc func() (val any, cost int64, err error)
 
 // get returns the value cached for id, or loads it with fn once however
-// many callers ask at the same time.
+// many callers ask at the same time. A *chunk comes held for the caller,
+// who must release it; fn's holds one reference, which becomes the
+// caller's.
 func (c *Cache) get(id object.ID, fn loadFunc) (any, error) {
 	c.mu.Lock()
 	if el, ok := c.items[id]; ok {
 		c.lru.MoveToFront(el)
+		val := el.Value.(*cacheItem).val
+		if ch, ok := val.(*chunk); ok {
+			ch.hold(1)
+		}
 		c.mu.Unlock()
 		c.stats.hits.Add(1)
-		return el.Value.(*cacheItem).val, nil
+		return val, nil
 	}
 	if l, ok := c.inflight[id]; ok {
+		l.waiters++
 		c.mu.Unlock()
 		<-l.done
 		c.stats.hits.Add(1)
@@ -136,12 +145,18 @@ func (c *Cache) claim(ids []object.ID) ([]object.ID, map[object.ID]*cacheLoad) {
 
 // publish ends a load: waiters get its result, and the cache keeps a
 // success.
+//
+// A *chunk published keeps the reference it came with, its loader's; the
+// Cache and each waiter get one of their own.
 func (c *Cache) publish(id object.ID, l *cacheLoad, val any, cost int64, err error) {
 	l.val, l.err = val, err
 	c.mu.Lock()
 	delete(c.inflight, id)
 	if err == nil {
 		c.insert(id, val, cost)
+		if ch, ok := val.(*chunk); ok {
+			ch.hold(l.waiters)
+		}
 	}
 	c.mu.Unlock()
 	close(l.done)
@@ -156,6 +171,9 @@ func (c *Cache) insert(id object.ID, val any, cost int64) {
 	if _, ok := c.items[id]; ok {
 		return
 	}
+	if ch, ok := val.(*chunk); ok {
+		ch.hold(1)
+	}
 	c.items[id] = c.lru.PushFront(&cacheItem{id: id, val: val, cost: cost})
 	c.used += cost
 	for c.used > c.max {
@@ -169,5 +187,8 @@ func (c *Cache) evictOldest() {
 	c.lru.Remove(el)
 	delete(c.items, it.id)
 	c.used -= it.cost
+	if ch, ok := it.val.(*chunk); ok {
+		ch.release()
+	}
 	c.stats.evictions.Add(1)
 }

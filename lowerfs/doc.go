@@ -40,7 +40,17 @@
 //
 // File.ReadAt copies, as io.ReaderAt must; File.Slices returns the cached
 // chunks themselves, for callers (fusefs) that can write them out as they
-// are.
+// are, and release them after.
+//
+// # Chunk buffers are recycled
+//
+// A chunk's bytes live in a pooled buffer that a Store offering
+// GetManyInto (IntoStore) fills directly, and that goes back to the pool
+// once neither the Cache nor any read holds it (see chunk): a fresh buffer
+// per chunk, zeroed, faulted in and collected, cost a third of reading it.
+// So a cached chunk is counted: the Cache holds one reference while it
+// keeps the chunk, and each read one until it releases its slices —
+// fusefs does when go-fuse has written the reply.
 //
 // # Errors
 //

@@ -53,15 +53,17 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 // Slices returns the bytes of [off, off+n), cut short at the end of the
 // file, as slices of the cached chunks themselves: nothing is copied, so a
 // caller that writes them out with writev (as fusefs does) saves a copy of
-// every byte. The slices must not be modified. At or past the end of the
-// file there are none.
-func (f *File) Slices(off, n int64) ([][]byte, error) {
+// every byte. The slices must not be modified, and stay valid until the
+// caller calls release, which it must do once, when done with them (the
+// chunks' buffers are then recycled: see chunk). At or past the end of
+// the file there are none.
+func (f *File) Slices(off, n int64) (slices [][]byte, release func(), err error) {
 	if off < 0 || n < 0 {
-		return nil, fmt.Errorf("read %q at %d+%d: %w", f.name, off, n, ErrInvalid)
+		return nil, nil, fmt.Errorf("read %q at %d+%d: %w", f.name, off, n, ErrInvalid)
 	}
 	end := min(off+n, f.size)
 	if off >= end {
-		return nil, nil
+		return nil, func() {}, nil
 	}
 	if f.size >= extents.SmallFileMax {
 		f.prefetch(off, end-off)
@@ -69,20 +71,28 @@ func (f *File) Slices(off, n int64) ([][]byte, error) {
 	var exts []extents.Extent
 	for e, err := range f.r.Extents(off, end-off) {
 		if err != nil {
-			return nil, fmt.Errorf("read %q: %w", f.name, err)
+			return nil, nil, fmt.Errorf("read %q: %w", f.name, err)
 		}
 		exts = append(exts, e)
 	}
 	f.load(exts)
-	out := make([][]byte, 0, len(exts))
-	for _, e := range exts {
-		data, err := f.chunk(e)
-		if err != nil {
-			return nil, fmt.Errorf("read %q at %d: %w", f.name, e.Off, err)
+	held := make([]*chunk, 0, len(exts))
+	release = func() {
+		for _, ch := range held {
+			ch.release()
 		}
-		out = append(out, data[max(off, e.Off)-e.Off:min(end, e.End())-e.Off])
 	}
-	return out, nil
+	slices = make([][]byte, 0, len(exts))
+	for _, e := range exts {
+		ch, err := f.chunk(e)
+		if err != nil {
+			release()
+			return nil, nil, fmt.Errorf("read %q at %d: %w", f.name, e.Off, err)
+		}
+		held = append(held, ch)
+		slices = append(slices, ch.data[max(off, e.Off)-e.Off:min(end, e.End())-e.Off])
+	}
+	return slices, release, nil
 }
 
 // load reads those of the extents' chunks that are neither cached nor on
@@ -99,17 +109,19 @@ func (f *File) load(exts []extents.Extent) {
 	}
 }
 
-// chunk returns an extent's bytes, checked against its length.
-func (f *File) chunk(e extents.Extent) ([]byte, error) {
-	data, err := f.v.g.Get(e.Chunk, object.KindChunk)
+// chunk returns an extent's chunk, held, checked against its length.
+func (f *File) chunk(e extents.Extent) (*chunk, error) {
+	ch, err := f.v.g.chunk(e.Chunk)
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(data)) != e.Len {
+	if int64(len(ch.data)) != e.Len {
+		n := len(ch.data)
+		ch.release()
 		return nil, &ObjectError{Kind: object.KindChunk, ID: e.Chunk,
-			Err: fmt.Errorf("%d bytes where %d were expected: %w", len(data), e.Len, object.ErrCorrupt)}
+			Err: fmt.Errorf("%d bytes where %d were expected: %w", n, e.Len, object.ErrCorrupt)}
 	}
-	return data, nil
+	return ch, nil
 }
 
 // prefetch hands the chunks of the read-ahead window, and those of this

@@ -88,7 +88,7 @@ func readSequential(b *testing.B, f *File, req int64, par int) {
 		wg.Add(1)
 		go func(off int64) {
 			defer func() { <-sem; wg.Done() }()
-			sl, err := f.Slices(off, req)
+			sl, release, err := f.Slices(off, req)
 			if err != nil {
 				b.Error(err)
 				return
@@ -97,6 +97,7 @@ func readSequential(b *testing.B, f *File, req int64, par int) {
 			for _, s := range sl {
 				n += len(s)
 			}
+			release()
 			mu.Lock()
 			total += int64(n)
 			mu.Unlock()

@@ -2,6 +2,7 @@ package lowerfs
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/layerfs/layerfs/extents"
 	"github.com/layerfs/layerfs/object"
@@ -22,6 +23,13 @@ type BatchStore interface {
 	GetMany(ids []object.ID, k object.Kind, fn func(id object.ID, data []byte, err error)) error
 }
 
+// IntoStore is a BatchStore that reads into buffers its caller recycles
+// (see chunk); read-ahead uses it for chunks when the Store offers it.
+// *store.Store implements it.
+type IntoStore interface {
+	GetManyInto(ids []object.ID, k object.Kind, alloc func(n int) []byte, fn func(id object.ID, data []byte, err error)) error
+}
+
 // itemOverhead approximates what the cache's bookkeeping costs per object.
 const itemOverhead = 128
 
@@ -36,8 +44,18 @@ type getter struct {
 var _ extents.Getter = (*getter)(nil)
 
 // Get returns an object's bytes, from the cache when it holds them. A
-// failure is an *ObjectError.
+// failure is an *ObjectError. A chunk's bytes are a copy, since the
+// cached buffer is recycled once evicted (see chunk): File reads chunks
+// with getter.chunk instead.
 func (g *getter) Get(id object.ID, k object.Kind) ([]byte, error) {
+	if k == object.KindChunk {
+		ch, err := g.chunk(id)
+		if err != nil {
+			return nil, err
+		}
+		defer ch.release()
+		return append([]byte(nil), ch.data...), nil
+	}
 	v, err := g.c.get(id, func() (any, int64, error) {
 		data, err := g.s.Get(id, k)
 		if err != nil {
@@ -51,6 +69,22 @@ func (g *getter) Get(id object.ID, k object.Kind) ([]byte, error) {
 	return v.([]byte), nil
 }
 
+// chunk returns a chunk, held: the caller must release it.
+func (g *getter) chunk(id object.ID) (*chunk, error) {
+	v, err := g.c.get(id, func() (any, int64, error) {
+		data, err := g.s.Get(id, object.KindChunk)
+		if err != nil {
+			return nil, 0, &ObjectError{Kind: object.KindChunk, ID: id, Err: err}
+		}
+		ch := wrapChunk(data)
+		return ch, ch.cost(), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*chunk), nil
+}
+
 // loadClaimed loads objects claimed in the cache (see Cache.claim) and
 // publishes each, with one Store call when the Store can batch. It
 // returns how many loaded. Errors are not cached: a reader meets them
@@ -58,6 +92,7 @@ func (g *getter) Get(id object.ID, k object.Kind) ([]byte, error) {
 func (g *getter) loadClaimed(ids []object.ID, loads map[object.ID]*cacheLoad, k object.Kind) int {
 	n := 0
 	var index []store.TreeNode // large directories' roots: assembled after the batch read
+	var bufs map[*byte]*chunk  // the pooled chunks GetManyInto fills, by buffer
 	publish := func(id object.ID, data []byte, err error) {
 		l, ok := loads[id]
 		if !ok {
@@ -71,17 +106,28 @@ func (g *getter) loadClaimed(ids []object.ID, loads map[object.ID]*cacheLoad, k 
 		var val any
 		var cost int64
 		if err == nil {
-			val, cost, err = decode(k, data)
+			val, cost, err = decode(k, data, bufs)
 		}
 		if err != nil {
 			g.c.publish(id, l, nil, 0, &ObjectError{Kind: k, ID: id, Err: err})
 			return
 		}
 		g.c.publish(id, l, val, cost, nil)
+		if ch, ok := val.(*chunk); ok {
+			ch.release() // the loader's reference: nobody here reads it
+		}
 		n++
 	}
 	var err error
-	if bs, ok := g.s.(BatchStore); ok && len(ids) > 1 {
+	if is, ok := g.s.(IntoStore); ok && k == object.KindChunk && len(ids) > 1 {
+		bufs = map[*byte]*chunk{}
+		alloc := func(n int) []byte {
+			ch := newChunk(n)
+			bufs[unsafe.SliceData(ch.data)] = ch
+			return ch.data
+		}
+		err = is.GetManyInto(ids, k, alloc, publish)
+	} else if bs, ok := g.s.(BatchStore); ok && len(ids) > 1 {
 		err = bs.GetMany(ids, k, publish)
 	} else {
 		for _, id := range ids {
@@ -104,10 +150,19 @@ func (g *getter) loadClaimed(ids []object.ID, loads map[object.ID]*cacheLoad, k 
 	return n
 }
 
-// decode turns an object's bytes into what the cache keeps for it: the
-// bytes themselves, or a decoded *store.Tree for a tree.
-func decode(k object.Kind, data []byte) (any, int64, error) {
-	if k != object.KindTree {
+// decode turns an object's bytes into what the cache keeps for it: a
+// *chunk for a chunk — the pooled one in bufs whose buffer holds data, if
+// any —, a decoded *store.Tree for a tree, the bytes themselves otherwise.
+func decode(k object.Kind, data []byte, bufs map[*byte]*chunk) (any, int64, error) {
+	switch k {
+	case object.KindChunk:
+		ch := bufs[unsafe.SliceData(data)]
+		if ch == nil || len(ch.data) != len(data) {
+			ch = wrapChunk(data)
+		}
+		return ch, ch.cost(), nil
+	case object.KindTree:
+	default:
 		return data, int64(len(data)) + itemOverhead, nil
 	}
 	t, err := store.DecodeTree(data)

@@ -300,6 +300,59 @@ func TestCorruptChunkInStoreFile(t *testing.T) {
 	}
 }
 
+// TestSlicesStayValidUntilReleased reads slices while other readers make
+// a small Cache evict and recycle chunk buffers, and checks each read's
+// slices only after more reads went by, just before releasing them: a
+// buffer recycled while held would show another chunk's bytes.
+func TestSlicesStayValidUntilReleased(t *testing.T) {
+	v, data := bigView(t, Options{Cache: NewCache(256 << 10)})
+	e, _ := v.Stat("big")
+	f, _ := v.OpenFile(e)
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(seed int64) {
+			defer wg.Done()
+			rnd := rand.New(rand.NewSource(seed))
+			type held struct {
+				off     int64
+				slices  [][]byte
+				release func()
+			}
+			var pending []held
+			for i := 0; i < 100; i++ {
+				off := rnd.Int63n(int64(len(data)))
+				slices, release, err := f.Slices(off, rnd.Int63n(256<<10))
+				if err != nil {
+					t.Errorf("slices at %d: %v", off, err)
+					return
+				}
+				pending = append(pending, held{off, slices, release})
+				if len(pending) < 3 {
+					continue
+				}
+				h := pending[0]
+				pending = pending[1:]
+				var got []byte
+				for _, s := range h.slices {
+					got = append(got, s...)
+				}
+				if string(got) != string(data[h.off:h.off+int64(len(got))]) {
+					t.Errorf("slices at %d changed before they were released", h.off)
+				}
+				h.release()
+			}
+			for _, h := range pending {
+				h.release()
+			}
+		}(int64(g))
+	}
+	wg.Wait()
+	if st := v.Cache().Stats(); st.Evictions == 0 {
+		t.Errorf("nothing was evicted: %+v", st)
+	}
+}
+
 func TestSlicesMatchReadAt(t *testing.T) {
 	v, data := bigView(t, Options{})
 	e, _ := v.Stat("big")
@@ -308,7 +361,7 @@ func TestSlicesMatchReadAt(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		off := rnd.Int63n(int64(len(data)) + 100)
 		n := rnd.Int63n(1 << 20)
-		slices, err := f.Slices(off, n)
+		slices, release, err := f.Slices(off, n)
 		if err != nil {
 			t.Fatalf("slices at %d+%d: %v", off, n, err)
 		}
@@ -316,16 +369,17 @@ func TestSlicesMatchReadAt(t *testing.T) {
 		for _, s := range slices {
 			got = append(got, s...)
 		}
+		release()
 		want := data[min(off, int64(len(data))):min(off+n, int64(len(data)))]
 		if string(got) != string(want) {
 			t.Fatalf("slices at %d+%d: %d bytes, want %d", off, n, len(got), len(want))
 		}
 	}
-	if _, err := f.Slices(-1, 10); !errors.Is(err, ErrInvalid) {
+	if _, _, err := f.Slices(-1, 10); !errors.Is(err, ErrInvalid) {
 		t.Errorf("negative offset: %v", err)
 	}
 	small, _ := v.OpenFile(store.Entry{Name: "empty", Type: store.TypeFile, ID: object.Sum(object.KindChunk, nil)})
-	if s, err := small.Slices(0, 10); err != nil || len(s) != 0 {
+	if s, _, err := small.Slices(0, 10); err != nil || len(s) != 0 {
 		t.Errorf("empty file: %q %v", s, err)
 	}
 }
