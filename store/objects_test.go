@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand"
 	"path/filepath"
 	"strings"
@@ -292,14 +293,16 @@ func TestStageSpillsInBackground(t *testing.T) {
 }
 
 // TestStagePutChunks: a run of chunks staged at once — some stored, some
-// staged, some twice in the run — gets the IDs PutChunk gives, and each
+// staged, some twice in the run; random ones (not asked about) and
+// compressible ones (asked about) — gets the IDs PutChunk gives, and each
 // new one is written once.
 func TestStagePutChunks(t *testing.T) {
 	s := NewTestStore(t)
 	chunk := func(i int) []byte { return randBytes(int64(1000+i), 16<<10) }
 	small := func(i int) []byte { return randBytes(int64(2000+i), 1<<10) } // not asked about
+	text := func(i int) []byte { return bytes.Repeat([]byte(fmt.Sprintf("line %d of some text\n", i)), 800) }
 	st := s.NewStage()
-	for _, c := range [][]byte{chunk(0), chunk(1), chunk(2), small(0)} {
+	for _, c := range [][]byte{chunk(0), chunk(1), chunk(2), small(0), text(0)} {
 		if _, err := st.PutChunk(c, object.Zero); err != nil {
 			t.Fatal(err)
 		}
@@ -309,7 +312,7 @@ func TestStagePutChunks(t *testing.T) {
 	}
 	st = s.NewStage()
 	st.PutChunk(chunk(3), object.Zero)
-	run := [][]byte{chunk(0), chunk(3), chunk(4), chunk(4), chunk(5), small(0), small(1)}
+	run := [][]byte{chunk(0), chunk(3), chunk(4), chunk(4), chunk(5), small(0), small(1), text(0), text(1), text(1)}
 	for i := 6; i < 40; i++ {
 		run = append(run, chunk(i))
 	}
@@ -325,10 +328,14 @@ func TestStagePutChunks(t *testing.T) {
 	if err := st.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	// 3, 4, 5, 6..39 and small(1); small(0), staged again without
-	// asking, is stored already and not written twice.
-	if got := st.Stats().New; got != 38 {
-		t.Errorf("%d new objects written, want 38", got)
+	// 3, 4, 5, 6..39, small(1) and text(1); chunk(0) and small(0),
+	// staged again without asking, are stored already and not written
+	// twice; text(0) is found stored.
+	if got := st.Stats().New; got != 39 {
+		t.Errorf("%d new objects written, want 39", got)
+	}
+	if got := st.Stats().Reused; got != 3 {
+		t.Errorf("%d objects reused, want 3", got)
 	}
 	if held, err := s.HasMany(ids); err != nil || len(held) != len(ids) {
 		t.Fatalf("HasMany: %v, %v", held, err)
