@@ -153,26 +153,31 @@ func TestGetManyRuns(t *testing.T) {
 // rowid range, not the ID index.
 func TestRunQueryPlan(t *testing.T) {
 	s := NewTestStore(t)
-	args := make([]any, GetManyMax+1)
-	for i := range args {
-		args[i] = []byte{byte(i)}
-	}
-	rows, err := s.r.Query(`EXPLAIN QUERY PLAN `+runQuery, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, unused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+	for _, q := range []struct {
+		name, sql string
+		args      int
+	}{{"runQuery", runQuery, GetManyMax + 1}, {"rawRunQuery", rawRunQuery, 3}} {
+		args := make([]any, q.args)
+		for i := range args {
+			args[i] = []byte{byte(i)}
+		}
+		rows, err := s.r.Query(`EXPLAIN QUERY PLAN `+q.sql, args...)
+		if err != nil {
 			t.Fatal(err)
 		}
-		plan = append(plan, detail)
-	}
-	if len(plan) == 0 || plan[0] != "SEARCH objects USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)" {
-		t.Errorf("runQuery's plan:\n%s", strings.Join(plan, "\n"))
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		if len(plan) == 0 || plan[0] != "SEARCH objects USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)" {
+			t.Errorf("%s's plan:\n%s", q.name, strings.Join(plan, "\n"))
+		}
 	}
 }
 

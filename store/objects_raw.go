@@ -12,6 +12,14 @@ import (
 	"github.com/layerfs/layerfs/object"
 )
 
+// rawRunQuery is runQuery without its ID list: it reads every row between
+// the first and the last ID asked for, and readRun skips those not asked
+// for on their ID alone, before SQLite reads their data, which costs less
+// than building and probing the list (~3% of reading a chunk).
+var rawRunQuery = `SELECT id, kind, size, enc, data FROM objects NOT INDEXED
+WHERE seq BETWEEN (SELECT min(seq) FROM objects WHERE id IN (?1, ?2))
+	AND (SELECT CASE WHEN max(seq) - min(seq) < ?3 THEN max(seq) ELSE 0 END FROM objects WHERE id IN (?1, ?2))`
+
 // GetManyInto reads runs of objects through SQLite's own API (modernc's
 // lib) rather than database/sql, so that their bytes land in buffers the
 // caller recycles. The driver copies every blob it returns into a new Go
@@ -23,8 +31,8 @@ import (
 type rawConn struct {
 	tls *libc.TLS
 	db  uintptr
-	run uintptr // runQuery, prepared
-	ids uintptr // GetManyMax IDs, bound to run
+	run uintptr // rawRunQuery, prepared
+	ids uintptr // the first and last ID, bound to run
 }
 
 // rawPool keeps the idle raw connections of a Store.
@@ -74,7 +82,7 @@ func (p *rawPool) close() {
 }
 
 // openRaw opens a read-only connection as the driver's readers are
-// (query_only, mmap) and prepares runQuery on it.
+// (query_only, mmap) and prepares rawRunQuery on it.
 func openRaw(path string) (_ *rawConn, err error) {
 	c := &rawConn{tls: libc.NewTLS()}
 	defer func() {
@@ -104,10 +112,10 @@ func openRaw(path string) (_ *rawConn, err error) {
 			return nil, err
 		}
 	}
-	if c.run, err = c.prepare(runQuery); err != nil {
+	if c.run, err = c.prepare(rawRunQuery); err != nil {
 		return nil, err
 	}
-	if c.ids = libc.Xmalloc(c.tls, GetManyMax*object.Size); c.ids == 0 {
+	if c.ids = libc.Xmalloc(c.tls, 2*object.Size); c.ids == 0 {
 		return nil, errors.New("sqlite: out of memory")
 	}
 	return c, nil
@@ -210,8 +218,8 @@ func (s *Store) GetManyInto(ids []object.ID, k object.Kind, alloc func(n int) []
 	return nil
 }
 
-// getRunInto reads those of up to GetManyMax ids that runQuery finds and
-// returns the others, in their order.
+// getRunInto reads those of up to GetManyMax ids that rawRunQuery finds
+// and returns the others, in their order.
 func (s *Store) getRunInto(ids []object.ID, k object.Kind, alloc func(n int) []byte, fn func(id object.ID, data []byte, err error)) ([]object.ID, error) {
 	if len(ids) < 2 {
 		return ids, nil
@@ -228,10 +236,8 @@ func (s *Store) getRunInto(ids []object.ID, k object.Kind, alloc func(n int) []b
 		pending[id] = true
 	}
 	var later []object.ID // delta-encoded: read once the statement is done
-	err = c.readRun(ids, func(id object.ID, kind object.Kind, size, enc int, data []byte) {
-		if !pending[id] {
-			return
-		}
+	want := func(id object.ID) bool { return pending[id] }
+	err = c.readRun(ids, want, func(id object.ID, kind object.Kind, size, enc int, data []byte) {
 		delete(pending, id)
 		if enc == encDelta {
 			later = append(later, id)
@@ -253,18 +259,18 @@ func (s *Store) getRunInto(ids []object.ID, k object.Kind, alloc func(n int) []b
 	return append(rest, later...), nil
 }
 
-// readRun runs runQuery for ids and calls fn with each row; data is a
-// view of SQLite's memory, valid during the call.
-func (c *rawConn) readRun(ids []object.ID, fn func(id object.ID, kind object.Kind, size, enc int, data []byte)) error {
-	ids32 := (*libc.RawMem)(cmem(c.ids))[: GetManyMax*object.Size : GetManyMax*object.Size]
-	for i := 0; i < GetManyMax; i++ {
-		id := ids[min(i, len(ids)-1)]
-		copy(ids32[i*object.Size:], id[:])
-		if rc := sqlite3.Xsqlite3_bind_blob(c.tls, c.run, int32(i+1), c.ids+uintptr(i*object.Size), object.Size, 0); rc != sqlite3.SQLITE_OK {
+// readRun runs rawRunQuery for ids and calls fn with each row whose ID
+// want reports; data is a view of SQLite's memory, valid during the call.
+func (c *rawConn) readRun(ids []object.ID, want func(object.ID) bool, fn func(id object.ID, kind object.Kind, size, enc int, data []byte)) error {
+	bound := (*libc.RawMem)(cmem(c.ids))[: 2*object.Size : 2*object.Size]
+	copy(bound, ids[0][:])
+	copy(bound[object.Size:], ids[len(ids)-1][:])
+	for i := int32(0); i < 2; i++ {
+		if rc := sqlite3.Xsqlite3_bind_blob(c.tls, c.run, i+1, c.ids+uintptr(i)*object.Size, object.Size, 0); rc != sqlite3.SQLITE_OK {
 			return c.err(rc)
 		}
 	}
-	if rc := sqlite3.Xsqlite3_bind_int64(c.tls, c.run, GetManyMax+1, int64(runSlack*len(ids))); rc != sqlite3.SQLITE_OK {
+	if rc := sqlite3.Xsqlite3_bind_int64(c.tls, c.run, 3, int64(runSlack*len(ids))); rc != sqlite3.SQLITE_OK {
 		return c.err(rc)
 	}
 	defer sqlite3.Xsqlite3_reset(c.tls, c.run)
@@ -272,13 +278,13 @@ func (c *rawConn) readRun(ids []object.ID, fn func(id object.ID, kind object.Kin
 		switch rc := sqlite3.Xsqlite3_step(c.tls, c.run); rc {
 		case sqlite3.SQLITE_ROW:
 			id, err := object.FromBytes(c.blob(c.run, 0))
-			if err != nil {
-				continue // not one asked for
+			if err != nil || !want(id) {
+				continue
 			}
 			kind := object.Kind(sqlite3.Xsqlite3_column_int64(c.tls, c.run, 1))
 			size := int(sqlite3.Xsqlite3_column_int64(c.tls, c.run, 2))
 			enc := int(sqlite3.Xsqlite3_column_int64(c.tls, c.run, 3))
-			fn(id, kind, size, enc, c.blob(c.run, 5))
+			fn(id, kind, size, enc, c.blob(c.run, 4))
 		case sqlite3.SQLITE_DONE:
 			return nil
 		default:
