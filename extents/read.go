@@ -79,15 +79,24 @@ func (r *Reader) Extents(off, n int64) iter.Seq2[Extent, error] {
 			end = off + n
 		}
 		for pos := off; pos < end; {
-			e, err := r.extentAt(pos)
+			if r.f.small() {
+				yield(Extent{Len: r.f.Size, Chunk: r.f.ID}, nil)
+				return
+			}
+			n, i, start, err := r.leafAt(pos)
 			if err != nil {
 				yield(Extent{}, fmt.Errorf("extents at %d: %w", pos, err))
 				return
 			}
-			if !yield(e, nil) {
-				return
+			// The rest of the leaf's entries follow without descending
+			// from the root again.
+			for ; i < len(n.Entries) && pos < end; i++ {
+				e := Extent{Off: start + n.startOf(i), Len: n.Entries[i].Len, Chunk: n.Entries[i].ID}
+				if !yield(e, nil) {
+					return
+				}
+				pos = e.End()
 			}
-			pos = e.End()
 		}
 	}
 }
@@ -97,19 +106,29 @@ func (r *Reader) extentAt(off int64) (Extent, error) {
 	if r.f.small() {
 		return Extent{Len: r.f.Size, Chunk: r.f.ID}, nil
 	}
+	n, i, start, err := r.leafAt(off)
+	if err != nil {
+		return Extent{}, err
+	}
+	return Extent{Off: start + n.startOf(i), Len: n.Entries[i].Len, Chunk: n.Entries[i].ID}, nil
+}
+
+// leafAt descends the tree of a file that is not small to the leaf holding
+// offset off < f.Size, and returns it, the index of the entry holding off
+// and the file offset of the leaf's first byte.
+func (r *Reader) leafAt(off int64) (*node, int, int64, error) {
 	id, level, start, size := r.f.ID, anyLevel, int64(0), r.f.Size
 	for {
 		n, err := r.node(id, level, size)
 		if err != nil {
-			return Extent{}, err
+			return nil, 0, 0, err
 		}
 		i := n.find(off - start)
-		start += n.startOf(i)
-		e := n.Entries[i]
 		if n.Level == 0 {
-			return Extent{Off: start, Len: e.Len, Chunk: e.ID}, nil
+			return n, i, start, nil
 		}
-		id, level, size = e.ID, n.Level-1, e.Len
+		start += n.startOf(i)
+		id, level, size = n.Entries[i].ID, n.Level-1, n.Entries[i].Len
 	}
 }
 
