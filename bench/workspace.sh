@@ -35,6 +35,7 @@ check() { [ -n "$1" ] && awk -v v="$1" -v b="$3" -v op="$2" 'BEGIN { exit !(op =
 row() { say "$(printf '%-44s %12s %-6s %s' "$1" "$2" "$3" "$4")"; }
 
 bench WorkspaceCreate 50
+bench WorkspaceExec 200
 bench WorkspaceBigFileEdit 16
 bench WorkspaceBigFileColdCreate 16
 bench WorkspaceBigFileRead 10
@@ -50,6 +51,8 @@ v=$(metric WorkspaceCreate create-15k-ms); row "create, Go's tree (ms)" "$v" "$(
 v=$(metric WorkspaceCreate create-100k-ms); row "create, 100k files (ms)" "$v" "$(check "$v" "<" 5)" "< 5"
 v=$(metric WorkspaceCreate create-100k/15k); row "create 100k / 15k" "$v" "$(check "$v" "<=" 1.5)" "<= 1.5"
 v=$(metric WorkspaceCreate end-ms); row "end (ms)" "$v" "$(check "$v" "<" 3)" "< 3"
+row "exec of \`true\` through the socket API (ms)" "$(metric WorkspaceExec exec-ms)" "" "reported"
+row "  the same started directly (ms)" "$(metric WorkspaceExec direct-ms)" "" "reported"
 v=$(metric WorkspaceBigFileEdit lifecycle-ms); row "edit 10 B of 32 MiB, lifecycle (ms)" "$v" "$(check "$v" "<" 10)" "< 10"
 row "  its command in plain overlayfs over ext4 (ms)" "$(metric WorkspaceBigFileEdit plain-overlay-exec-ms)" "" "floor: the copy-up"
 row "  a Workspace's command / plain overlayfs" "$(metric WorkspaceBigFileEdit exec/plain-overlay)" "" "reported"
