@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 	"unsafe"
 
 	"modernc.org/libc"
@@ -35,9 +36,12 @@ type rawConn struct {
 	ids uintptr // the first and last ID, bound to run
 }
 
-// rawPool keeps the idle raw connections of a Store.
+// rawPool keeps the raw connections of a Store: as many as the Store
+// has database/sql readers at most (each holds its own mapping of the
+// file and page cache); a reader that finds all of them busy waits.
 type rawPool struct {
 	mu     sync.Mutex
+	slots  chan struct{} // one per connection open or opening
 	idle   []*rawConn
 	closed bool
 }
@@ -45,10 +49,18 @@ type rawPool struct {
 // errRawClosed is what a raw read meets after Close.
 var errRawClosed = errors.New("raw reader closed")
 
-func (p *rawPool) get(path string) (*rawConn, error) {
+func (p *rawPool) get(s *Store) (*rawConn, error) {
+	p.mu.Lock()
+	if p.slots == nil {
+		p.slots = make(chan struct{}, readerConns())
+	}
+	slots := p.slots
+	p.mu.Unlock()
+	slots <- struct{}{}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
+		<-slots
 		return nil, errRawClosed
 	}
 	if n := len(p.idle); n > 0 {
@@ -58,7 +70,11 @@ func (p *rawPool) get(path string) (*rawConn, error) {
 		return c, nil
 	}
 	p.mu.Unlock()
-	return openRaw(path)
+	c, err := openRaw(s.path, s.opts.BusyTimeout)
+	if err != nil {
+		<-slots
+	}
+	return c, err
 }
 
 func (p *rawPool) put(c *rawConn) {
@@ -66,9 +82,10 @@ func (p *rawPool) put(c *rawConn) {
 	defer p.mu.Unlock()
 	if p.closed {
 		c.close()
-		return
+	} else {
+		p.idle = append(p.idle, c)
 	}
-	p.idle = append(p.idle, c)
+	<-p.slots
 }
 
 func (p *rawPool) close() {
@@ -83,7 +100,7 @@ func (p *rawPool) close() {
 
 // openRaw opens a read-only connection as the driver's readers are
 // (query_only, mmap) and prepares rawRunQuery on it.
-func openRaw(path string) (_ *rawConn, err error) {
+func openRaw(path string, busy time.Duration) (_ *rawConn, err error) {
 	c := &rawConn{tls: libc.NewTLS()}
 	defer func() {
 		if err != nil {
@@ -106,7 +123,7 @@ func openRaw(path string) (_ *rawConn, err error) {
 	if rc != sqlite3.SQLITE_OK {
 		return nil, c.err(rc)
 	}
-	sqlite3.Xsqlite3_busy_timeout(c.tls, c.db, 5000)
+	sqlite3.Xsqlite3_busy_timeout(c.tls, c.db, int32(busy.Milliseconds()))
 	for _, q := range []string{"PRAGMA query_only = 1", "PRAGMA mmap_size = 1099511627776"} {
 		if err := c.exec(q); err != nil {
 			return nil, err
@@ -224,7 +241,7 @@ func (s *Store) getRunInto(ids []object.ID, k object.Kind, alloc func(n int) []b
 	if len(ids) < 2 {
 		return ids, nil
 	}
-	c, err := s.raw.get(s.path)
+	c, err := s.raw.get(s)
 	if errors.Is(err, errRawClosed) {
 		return nil, fmt.Errorf("read %d objects: %w", len(ids), err)
 	}

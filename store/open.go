@@ -201,7 +201,7 @@ func (s *Store) openDBs() error {
 	if s.r, err = sql.Open("sqlite", s.dsn(false)); err != nil {
 		return err
 	}
-	n := 2*runtime.GOMAXPROCS(0) + 2
+	n := readerConns()
 	s.r.SetMaxOpenConns(n)
 	s.r.SetMaxIdleConns(n)
 	if err := s.r.Ping(); err != nil {
@@ -209,6 +209,10 @@ func (s *Store) openDBs() error {
 	}
 	return nil
 }
+
+// readerConns is how many connections read at once: database/sql's
+// readers, and GetManyInto's raw ones, each.
+func readerConns() int { return 2*runtime.GOMAXPROCS(0) + 2 }
 
 // describeOpenError turns SQLite's terse words about a file that is not a
 // database into ErrNotStore.
