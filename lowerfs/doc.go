@@ -45,9 +45,11 @@
 // # Chunk buffers are recycled
 //
 // A chunk's bytes live in a pooled buffer that a Store offering
-// GetManyInto (IntoStore) fills directly, and that goes back to the pool
-// once neither the Cache nor any read holds it (see chunk): a fresh buffer
-// per chunk, zeroed, faulted in and collected, cost a third of reading it.
+// GetManyInto (IntoStore) fills directly, and that goes back to a free
+// list once neither the Cache nor any read holds it (see chunk): a fresh
+// buffer per chunk, zeroed, faulted in and collected, cost a third of
+// reading it. The buffers are cut from slabs mapped outside Go's heap, on
+// transparent huge pages where the kernel allows.
 // So a cached chunk is counted: the Cache holds one reference while it
 // keeps the chunk, and each read one until it releases its slices —
 // fusefs does when go-fuse has written the reply.
