@@ -98,9 +98,18 @@ func TestWorkspaceIsolation(t *testing.T) {
 	if ok, _ := d.st.Backend().Branch("main"); ok.Head.String() != a.Lease {
 		t.Fatal("the branch moved before A committed")
 	}
-	d.commit(t, a.ID, api.StatusCommitted)
+	res := d.commit(t, a.ID, api.StatusCommitted)
 	if out := d.sh(t, b.ID, "ls"); strings.Contains(out, "marker") {
 		t.Fatal("a Workspace leased before A's commit sees it")
+	}
+	leases, err := d.st.Backend().Leases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range leases {
+		if want := map[string]string{a.ID: res.Commit, b.ID: a.Lease}[l.ID]; l.Commit.String() != want {
+			t.Errorf("lease %s on %s, want %s", l.ID, l.Commit.Short(), want)
+		}
 	}
 	c := d.create(t, "main")
 	if out := d.sh(t, c.ID, "cat marker"); out != "secret\n" {

@@ -98,6 +98,10 @@ type Meta struct {
 	// blame) to the caller, who runs Result.FinishAudit — beside other
 	// work, such as a Workspace's remount — before it reports the Commit.
 	DeferAudit bool
+	// Landing, when set, runs in the transaction that lands the Commit,
+	// after the branch moved to it — for what must land with it, such as
+	// a Workspace's lease on it. An error rolls the whole landing back.
+	Landing func(tx *store.RefTx, commit object.ID) error
 }
 
 // inlineMax is how many staged bytes may ride in the ref transaction; more
@@ -269,6 +273,11 @@ func (g *gate) land(tx *store.RefTx, res *Result) error {
 	}
 	if err != nil {
 		return err
+	}
+	if g.meta.Landing != nil {
+		if err := g.meta.Landing(tx, res.Commit); err != nil {
+			return err
+		}
 	}
 	tx.Write(g.content)
 	tx.Write(g.trees)

@@ -206,3 +206,38 @@ func TestGateBothDeleteIsClean(t *testing.T) {
 		t.Fatalf("both deleted a: %s %v", res.Status, res.Paths)
 	}
 }
+
+// TestGateLanding: Meta.Landing runs in the transaction that lands the
+// Commit, with its ID, also when the head moved and the Commit was redone
+// under the lock; when it fails, nothing lands.
+func TestGateLanding(t *testing.T) {
+	r := newRepo(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"})
+	base := r.head()
+	r.publish(base, "operation:other", 20, map[string]string{"b.txt": "B\n"}, nil) // head moves past base
+	var landed object.ID
+	res := r.publish(base, "operation:lease", 30, map[string]string{"a.txt": "A\n"}, nil, Meta{
+		Landing: func(tx *store.RefTx, commit object.ID) error {
+			landed = commit
+			return tx.SetLease("ws-1", "main", "test", commit)
+		}})
+	if res.Status != Committed || landed != res.Commit {
+		t.Fatalf("status %v, Landing saw %s, landed %s", res.Status, landed.Short(), res.Commit.Short())
+	}
+	leases, err := r.s.Leases()
+	if err != nil || len(leases) != 1 || leases[0].Commit != res.Commit {
+		t.Fatalf("leases %+v, %v: want ws-1 on %s", leases, err, res.Commit.Short())
+	}
+
+	head := r.head()
+	st := r.s.NewStage()
+	f, _ := extents.WriteBytes(st, []byte("never\n"))
+	cs := &Changeset{Base: head, Changes: []Change{{Path: "c.txt", Entry: &store.Entry{Type: store.TypeFile, Mode: 0o644, ID: f.ID, Size: f.Size}}}}
+	refused := errors.New("refused")
+	_, err = Publish(r.s, "main", cs, st, Meta{Origin: "operation:x", Landing: func(*store.RefTx, object.ID) error { return refused }})
+	if !errors.Is(err, refused) {
+		t.Fatalf("Publish with a failing Landing: %v, want it", err)
+	}
+	if r.head() != head {
+		t.Fatal("the branch moved although Landing failed")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/publish"
 	"github.com/layerfs/layerfs/store"
 )
@@ -58,8 +59,13 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	if msg == "" {
 		msg = fmt.Sprintf("%s: %d paths", w.rec.ID, c.Paths)
 	}
+	// The Lease moves to the new Commit in the transaction that lands it,
+	// which saves the switch to the new head a transaction of its own.
+	moveLease := func(tx *store.RefTx, commit object.ID) error {
+		return tx.SetLease(w.rec.ID, w.rec.Branch, w.d.id, commit)
+	}
 	res, err := publish.Publish(w.d.s, w.rec.Branch, c.Changes, c.Content,
-		publish.Meta{Origin: store.OriginSession + w.rec.ID, Message: msg, Force: req.Force, DeferAudit: true})
+		publish.Meta{Origin: store.OriginSession + w.rec.ID, Message: msg, Force: req.Force, DeferAudit: true, Landing: moveLease})
 	if err != nil {
 		return api.CommitResult{}, err
 	}
@@ -69,11 +75,11 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	case publish.Committed:
 		w.rec.Commits++
 		old := w.rec.lease()
-		if err = w.follow(res.Commit, res.FinishAudit); err == nil {
+		if err = w.follow(res.Commit, res.FinishAudit, true); err == nil {
 			w.d.warm(old, res.Commit, c.Changes)
 		}
 	case publish.UpToDate:
-		err = w.follow(res.Head, nil)
+		err = w.follow(res.Head, nil, false)
 	case publish.Conflict:
 		markers, err = w.rebase(res, c)
 	}

@@ -228,21 +228,29 @@ func (w *workspace) pending() ([]string, error) {
 // follow moves the Workspace to commit: a new Lease, a fresh overlay with
 // an empty upperdir at the same paths; the old overlay is detached and its
 // upperdir removed in the background. The Lease (a Store write) overlaps
-// the new directories, and alongside, if not nil, runs on another
+// the new directories, unless leased says the Store's Lease is on commit
+// already (it landed with it); alongside, if not nil, runs on another
 // goroutine while the overlay is switched (a Commit's audit, another Store
 // write, beside mount calls). Callers hold w.mu.
-func (w *workspace) follow(commit object.ID, alongside func()) error {
+func (w *workspace) follow(commit object.ID, alongside func(), leased bool) error {
 	// The overlay's mount looks the new Commit up in the Store's FUSE mount
 	// (a FUSE request and a few queries, about 0.5 ms): start that now, so
 	// it overlaps the lease and the mkdirs.
 	go os.Stat(w.d.dir("lower", commit.String()))
-	leased := make(chan error, 1)
-	go func() { leased <- w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, commit) }()
+	lease := make(chan error, 1)
+	if leased {
+		lease <- nil
+	} else {
+		go func() { lease <- w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, commit) }()
+	}
 	oldUpper, oldWork := w.upper(), w.work()
 	w.rec.Gen++
 	err := w.makeDirs()
-	if err = errors.Join(err, <-leased); err != nil {
-		w.rec.Gen-- // still on the old overlay and Lease
+	if err = errors.Join(err, <-lease); err != nil {
+		w.rec.Gen-- // still on the old overlay: keep the old Lease
+		if leased {
+			w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, w.rec.lease())
+		}
 		return err
 	}
 	w.rec.Lease = commit.String()

@@ -21,15 +21,19 @@ type Lease struct {
 
 // SetLease records or moves lease id to commit.
 func (s *Store) SetLease(id, branch, holder string, commit object.ID) error {
-	return s.Update(func(tx *RefTx) error {
-		_, err := tx.tx.ExecContext(tx.ctx, `INSERT INTO leases(id, commit_id, branch, holder, created, updated) VALUES(?, ?, ?, ?, ?, ?)
-			ON CONFLICT(id) DO UPDATE SET commit_id = excluded.commit_id, branch = excluded.branch, holder = excluded.holder, updated = excluded.updated`,
-			id, commit[:], branch, holder, tx.now, tx.now)
-		if err != nil {
-			return fmt.Errorf("lease %s: %w", id, err)
-		}
-		return nil
-	})
+	return s.Update(func(tx *RefTx) error { return tx.SetLease(id, branch, holder, commit) })
+}
+
+// SetLease records or moves lease id to commit within the transaction: a
+// Workspace's commit moves its lease in the transaction that lands it.
+func (t *RefTx) SetLease(id, branch, holder string, commit object.ID) error {
+	_, err := t.tx.ExecContext(t.ctx, `INSERT INTO leases(id, commit_id, branch, holder, created, updated) VALUES(?, ?, ?, ?, ?, ?)
+		ON CONFLICT(id) DO UPDATE SET commit_id = excluded.commit_id, branch = excluded.branch, holder = excluded.holder, updated = excluded.updated`,
+		id, commit[:], branch, holder, t.now, t.now)
+	if err != nil {
+		return fmt.Errorf("lease %s: %w", id, err)
+	}
+	return nil
 }
 
 // DropLease releases lease id; a missing lease is not an error.
