@@ -157,8 +157,13 @@ func decode(k object.Kind, data []byte, bufs map[*byte]*chunk) (any, int64, erro
 	switch k {
 	case object.KindChunk:
 		ch := bufs[unsafe.SliceData(data)]
-		if ch == nil || len(ch.data) != len(data) {
+		switch {
+		case ch == nil:
 			ch = wrapChunk(data)
+		case len(ch.data) != len(data):
+			// Not GetManyInto's contract. Wrapping data would share the
+			// pooled buffer with a chunk that no longer owns it.
+			return nil, 0, fmt.Errorf("%d bytes in a buffer of %d", len(data), len(ch.data))
 		}
 		return ch, ch.cost(), nil
 	case object.KindTree:
