@@ -108,6 +108,13 @@ func (l *loader) node(id object.ID, level int, size int64) (*node, error) {
 			return nil, err
 		}
 		l.cache.add(id, n)
+		if p, ok := l.s.(Prefetcher); ok && n.Level == 1 {
+			leaves := make([]object.ID, len(n.Entries))
+			for i, e := range n.Entries {
+				leaves[i] = e.ID
+			}
+			p.Prefetch(leaves, object.KindExtent)
+		}
 	}
 	if (level != anyLevel && n.Level != level) || n.size() != size {
 		return nil, fmt.Errorf("extent node %s: level %d size %d where level %d size %d was expected: %w",

@@ -26,6 +26,14 @@ type Getter interface {
 	Get(id object.ID, k object.Kind) ([]byte, error)
 }
 
+// Prefetcher is a Getter that can be told which objects will be asked for
+// soon, to load them together in the background. A Reader tells it the
+// leaves below each node it loads just above them, so that a long read
+// does not fetch its leaves one query each.
+type Prefetcher interface {
+	Prefetch(ids []object.ID, k object.Kind)
+}
+
 // ChunkBatcher is a Store that stores several chunks at once for less
 // than one at a time (one lookup of which it already holds, say).
 // WriteConcurrent hands it runs of chunks when it has it; each is stored

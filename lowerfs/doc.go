@@ -28,7 +28,10 @@
 // the workers, so one large request is served by every core. A read
 // elsewhere resets the window; one a little behind (the kernel's requests
 // arrive out of order) leaves it alone. Whatever a read needs that is
-// neither cached nor on its way, it loads itself, in one batch.
+// neither cached nor on its way, it loads itself, in one batch. A file's
+// extent leaves are read ahead too: the extents Reader names the leaves
+// below each node it loads (extents.Prefetcher), and the workers fetch
+// them in batches.
 //
 // Prefetched chunks are claimed in the Cache when they are queued, so a
 // reader that needs one waits for the worker rather than loading it a

@@ -41,7 +41,10 @@ type getter struct {
 	c *Cache
 }
 
-var _ extents.Getter = (*getter)(nil)
+var (
+	_ extents.Getter     = (*getter)(nil)
+	_ extents.Prefetcher = (*getter)(nil)
+)
 
 // Get returns an object's bytes, from the cache when it holds them. A
 // failure is an *ObjectError. A chunk's bytes are a copy, since the
@@ -67,6 +70,16 @@ func (g *getter) Get(id object.ID, k object.Kind) ([]byte, error) {
 		return nil, err
 	}
 	return v.([]byte), nil
+}
+
+// Prefetch queues objects for the Cache's read-ahead workers, which load
+// them in batches (extents asks for a file's leaves so).
+func (g *getter) Prefetch(ids []object.ID, k object.Kind) {
+	for len(ids) > 0 {
+		n := min(len(ids), prefetchBatch)
+		g.c.pre.add(g, ids[:n], k)
+		ids = ids[n:]
+	}
 }
 
 // chunk returns a chunk, held: the caller must release it.
