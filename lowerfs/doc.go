@@ -53,6 +53,7 @@
 // buffer per chunk, zeroed, faulted in and collected, cost a third of
 // reading it. The buffers are cut from slabs mapped outside Go's heap, on
 // transparent huge pages where the kernel allows.
+//
 // So a cached chunk is counted: the Cache holds one reference while it
 // keeps the chunk, and each read one until it releases its slices —
 // fusefs does when go-fuse has written the reply.
