@@ -28,14 +28,13 @@ const (
 	warmMax = 256 << 20
 )
 
-// warmPaths lists the files of the new Commit worth reading ahead: big
-// regular files the changes rewrote that were in the old lease too.
+// warmPaths lists the files of the new Commit worth caching: big regular
+// files the changes rewrote that were in the old lease too.
 func warmPaths(s *store.Store, oldLease object.ID, cs *publish.Changeset) []string {
-	c, err := s.Commit(oldLease)
+	old, err := s.Commit(oldLease)
 	if err != nil {
 		return nil
 	}
-	oldTree := c.Tree
 	var out []string
 	var total int64
 	for _, c := range cs.Changes {
@@ -43,7 +42,7 @@ func warmPaths(s *store.Store, oldLease object.ID, cs *publish.Changeset) []stri
 		if e == nil || e.Type != store.TypeFile || e.Size < warmMin || total+e.Size > warmMax {
 			continue
 		}
-		if old, err := s.Lookup(oldTree, c.Path); err != nil || old.Type != store.TypeFile {
+		if was, err := s.Lookup(old.Tree, c.Path); err != nil || was.Type != store.TypeFile {
 			continue
 		}
 		out = append(out, c.Path)
@@ -54,14 +53,20 @@ func warmPaths(s *store.Store, oldLease object.ID, cs *publish.Changeset) []stri
 
 // warm puts the big files cs modified, as commit holds them, into the
 // page cache of the Store's FUSE mount, in the background; Close waits for
-// it before unmounting.
+// it before unmounting, and once Close has begun there is none.
 func (d *Daemon) warm(oldLease, commit object.ID, cs *publish.Changeset) {
-	d.warming.Add(1)
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
+	d.warming.Add(1) // before Close's Wait: Close marks closed under d.mu first
+	srv := d.fuse
+	d.mu.Unlock()
 	go func() {
 		defer d.warming.Done()
-		paths := warmPaths(d.s, oldLease, cs)
-		for _, p := range paths {
-			if err := d.fuse.CacheFile(commit, p); err != nil {
+		for _, p := range warmPaths(d.s, oldLease, cs) {
+			if err := srv.CacheFile(commit, p); err != nil {
 				d.log.Printf("cache %s:%s: %v", commit.Short(), p, err)
 			}
 		}
