@@ -1,7 +1,9 @@
 package fusefs
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,15 +50,10 @@ func (s *Server) CacheFile(commit object.ID, path string) error {
 	}
 	buf := make([]byte, cacheChunk)
 	for off := int64(0); off < fn.e.Size; off += cacheChunk {
-		slices, release, err := f.Slices(off, cacheChunk)
-		if err != nil {
+		k, err := f.ReadAt(buf, off)
+		if err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("cache %s: %w", path, err)
 		}
-		k := 0
-		for _, sl := range slices {
-			k += copy(buf[k:], sl)
-		}
-		release()
 		if errno := n.WriteCache(off, buf[:k]); errno != 0 {
 			return fmt.Errorf("cache %s at %d: %w", path, off, errno)
 		}
