@@ -105,10 +105,8 @@ func (st *Stage) PutChunks(chunks [][]byte) ([]object.ID, error) {
 	for i, raw := range chunks {
 		switch {
 		case !fresh[i]:
-		case st.skipHas(object.KindChunk, raw, object.Zero):
+		case st.skipHas(object.KindChunk, raw, object.Zero) || looksRandom(raw):
 			st.stageNew(ids[i], object.KindChunk, raw, object.Zero)
-		case looksRandom(raw):
-			st.stage(&pendingObject{id: ids[i], kind: object.KindChunk, raw: raw, enc: encRaw, data: raw})
 		default:
 			ask, askAt = append(ask, ids[i]), append(askAt, i)
 		}
@@ -137,13 +135,7 @@ func (st *Stage) reused() {
 // stageNew encodes and stages an object the Store lacks, and starts a
 // spill when enough is queued.
 func (st *Stage) stageNew(id object.ID, k object.Kind, raw []byte, base object.ID) {
-	st.stage(st.s.encode(id, k, raw, base, st.lookupPending))
-}
-
-// stage stages an encoded object, and starts a spill when enough is
-// queued.
-func (st *Stage) stage(o *pendingObject) {
-	id := o.id
+	o := st.s.encode(id, k, raw, base, st.lookupPending)
 	st.mu.Lock()
 	if _, dup := st.objs[id]; !dup {
 		st.objs[id] = o
@@ -203,9 +195,11 @@ func (st *Stage) setFlushing(on bool) {
 func (st *Stage) spillsBesides(n int) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	_, self := st.flying[n]
-	others := len(st.flying) > 1 || (len(st.flying) == 1 && !self)
-	return others || (st.flushing && len(st.order) > 0)
+	others := len(st.flying)
+	if _, self := st.flying[n]; self {
+		others--
+	}
+	return others > 0 || (st.flushing && len(st.order) > 0)
 }
 
 // askMax: a Stage does not ask the Store whether a chunk this small (with
