@@ -78,11 +78,11 @@ func (r *Reader) Extents(off, n int64) iter.Seq2[Extent, error] {
 		if n < end-off {
 			end = off + n
 		}
+		if off < end && r.f.small() {
+			yield(Extent{Len: r.f.Size, Chunk: r.f.ID}, nil)
+			return
+		}
 		for pos := off; pos < end; {
-			if r.f.small() {
-				yield(Extent{Len: r.f.Size, Chunk: r.f.ID}, nil)
-				return
-			}
 			n, i, start, err := r.leafAt(pos)
 			if err != nil {
 				yield(Extent{}, fmt.Errorf("extents at %d: %w", pos, err))
@@ -91,7 +91,7 @@ func (r *Reader) Extents(off, n int64) iter.Seq2[Extent, error] {
 			// The rest of the leaf's entries follow without descending
 			// from the root again.
 			for ; i < len(n.Entries) && pos < end; i++ {
-				e := Extent{Off: start + n.startOf(i), Len: n.Entries[i].Len, Chunk: n.Entries[i].ID}
+				e := n.extent(i, start)
 				if !yield(e, nil) {
 					return
 				}
@@ -110,7 +110,13 @@ func (r *Reader) extentAt(off int64) (Extent, error) {
 	if err != nil {
 		return Extent{}, err
 	}
-	return Extent{Off: start + n.startOf(i), Len: n.Entries[i].Len, Chunk: n.Entries[i].ID}, nil
+	return n.extent(i, start), nil
+}
+
+// extent is leaf entry i as an Extent, the leaf starting at file offset
+// start.
+func (n *node) extent(i int, start int64) Extent {
+	return Extent{Off: start + n.startOf(i), Len: n.Entries[i].Len, Chunk: n.Entries[i].ID}
 }
 
 // leafAt descends the tree of a file that is not small to the leaf holding
