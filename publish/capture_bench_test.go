@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/store"
 )
 
@@ -35,7 +34,7 @@ func BenchmarkCaptureNewBigFile(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	base := benchRepo(b, s)
+	base := emptyMain(b, s)
 	rng := rand.New(rand.NewSource(6))
 	data := make([]byte, 32<<20)
 	runtime.LockOSThread()
@@ -74,19 +73,6 @@ func BenchmarkCaptureNewBigFile(b *testing.B) {
 	b.ReportMetric(float64(capture.Microseconds())/1000/n, "capture-ms")
 	b.ReportMetric(float64(prepare.Microseconds())/1000/n, "prepare-ms")
 	b.ReportMetric(float64(cpu.Microseconds())/1000/n, "cpu-ms/op")
-}
-
-func benchRepo(b *testing.B, s *store.Store) (head object.ID) {
-	bt := s.NewBatch()
-	tree, _ := bt.PutTree(&store.Tree{})
-	c, _ := bt.PutCommit(&store.Commit{Tree: tree, Origin: store.OriginInit, Time: 1})
-	if err := bt.Flush(); err != nil {
-		b.Fatal(err)
-	}
-	if err := s.Update(func(tx *store.RefTx) error { return tx.CreateBranch("main", c, "test") }); err != nil {
-		b.Fatal(err)
-	}
-	return c
 }
 
 func processCPU() time.Duration { return rusage(syscall.RUSAGE_SELF) }

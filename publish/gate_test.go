@@ -19,20 +19,28 @@ type repo struct {
 func newRepo(t *testing.T, files map[string]string) *repo {
 	t.Helper()
 	s := store.NewTestStore(t)
-	b := s.NewBatch()
-	tree, _ := b.PutTree(&store.Tree{})
-	c, _ := b.PutCommit(&store.Commit{Tree: tree, Origin: store.OriginInit, Time: 1})
-	if err := b.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Update(func(tx *store.RefTx) error { return tx.CreateBranch("main", c, "test") }); err != nil {
-		t.Fatal(err)
-	}
+	emptyMain(t, s)
 	r := &repo{t, s}
 	if len(files) > 0 {
 		r.publish(r.head(), "operation:setup", 10, files, nil)
 	}
 	return r
+}
+
+// emptyMain makes s's main branch, at a Commit of an empty tree, and
+// returns that Commit.
+func emptyMain(tb testing.TB, s *store.Store) object.ID {
+	tb.Helper()
+	b := s.NewBatch()
+	tree, _ := b.PutTree(&store.Tree{})
+	c, _ := b.PutCommit(&store.Commit{Tree: tree, Origin: store.OriginInit, Time: 1})
+	if err := b.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := s.Update(func(tx *store.RefTx) error { return tx.CreateBranch("main", c, "test") }); err != nil {
+		tb.Fatal(err)
+	}
+	return c
 }
 
 func (r *repo) head() object.ID {
