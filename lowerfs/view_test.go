@@ -156,6 +156,31 @@ func bigView(t *testing.T, opts Options) (*View, []byte) {
 	return v, data
 }
 
+// bigFile is bigView's big file, opened.
+func bigFile(t *testing.T, opts Options) (*View, *File, []byte) {
+	t.Helper()
+	v, data := bigView(t, opts)
+	e, err := v.Stat("big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := v.OpenFile(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, f, data
+}
+
+// concurrently runs body on four goroutines, each with a random source of
+// its own, and waits for them.
+func concurrently(body func(rnd *rand.Rand)) {
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() { body(rand.New(rand.NewSource(int64(g)))) })
+	}
+	wg.Wait()
+}
+
 func TestReadLargeFileSequentially(t *testing.T) {
 	c := NewCache(0)
 	defer c.Close()
@@ -169,31 +194,22 @@ func TestReadLargeFileSequentially(t *testing.T) {
 }
 
 func TestReadLargeFileAtRandomConcurrently(t *testing.T) {
-	v, data := bigView(t, Options{Cache: NewCache(512 << 10)})
-	e, _ := v.Stat("big")
-	f, _ := v.OpenFile(e)
-	var wg sync.WaitGroup
-	for g := 0; g < 4; g++ {
-		wg.Add(1)
-		go func(seed int64) {
-			defer wg.Done()
-			rnd := rand.New(rand.NewSource(seed))
-			for i := 0; i < 50; i++ {
-				off := rnd.Int63n(int64(len(data)))
-				buf := make([]byte, rnd.Intn(300<<10))
-				n, err := f.ReadAt(buf, off)
-				if err != nil && err != io.EOF {
-					t.Errorf("read at %d: %v", off, err)
-					return
-				}
-				if string(buf[:n]) != string(data[off:off+int64(n)]) {
-					t.Errorf("read at %d+%d: content differs", off, n)
-					return
-				}
+	v, f, data := bigFile(t, Options{Cache: NewCache(512 << 10)})
+	concurrently(func(rnd *rand.Rand) {
+		for i := 0; i < 50; i++ {
+			off := rnd.Int63n(int64(len(data)))
+			buf := make([]byte, rnd.Intn(300<<10))
+			n, err := f.ReadAt(buf, off)
+			if err != nil && err != io.EOF {
+				t.Errorf("read at %d: %v", off, err)
+				return
 			}
-		}(int64(g))
-	}
-	wg.Wait()
+			if string(buf[:n]) != string(data[off:off+int64(n)]) {
+				t.Errorf("read at %d+%d: content differs", off, n)
+				return
+			}
+		}
+	})
 	if st := v.Cache().Stats(); st.Bytes > st.MaxBytes || st.Evictions == 0 {
 		t.Errorf("cache not bounded: %+v", st)
 	}
@@ -305,58 +321,47 @@ func TestCorruptChunkInStoreFile(t *testing.T) {
 // slices only after more reads went by, just before releasing them: a
 // buffer recycled while held would show another chunk's bytes.
 func TestSlicesStayValidUntilReleased(t *testing.T) {
-	v, data := bigView(t, Options{Cache: NewCache(256 << 10)})
-	e, _ := v.Stat("big")
-	f, _ := v.OpenFile(e)
-	var wg sync.WaitGroup
-	for g := 0; g < 4; g++ {
-		wg.Add(1)
-		go func(seed int64) {
-			defer wg.Done()
-			rnd := rand.New(rand.NewSource(seed))
-			type held struct {
-				off     int64
-				slices  [][]byte
-				release func()
+	v, f, data := bigFile(t, Options{Cache: NewCache(256 << 10)})
+	concurrently(func(rnd *rand.Rand) {
+		type held struct {
+			off     int64
+			slices  [][]byte
+			release func()
+		}
+		var pending []held
+		for i := 0; i < 100; i++ {
+			off := rnd.Int63n(int64(len(data)))
+			slices, release, err := f.Slices(off, rnd.Int63n(256<<10))
+			if err != nil {
+				t.Errorf("slices at %d: %v", off, err)
+				return
 			}
-			var pending []held
-			for i := 0; i < 100; i++ {
-				off := rnd.Int63n(int64(len(data)))
-				slices, release, err := f.Slices(off, rnd.Int63n(256<<10))
-				if err != nil {
-					t.Errorf("slices at %d: %v", off, err)
-					return
-				}
-				pending = append(pending, held{off, slices, release})
-				if len(pending) < 3 {
-					continue
-				}
-				h := pending[0]
-				pending = pending[1:]
-				var got []byte
-				for _, s := range h.slices {
-					got = append(got, s...)
-				}
-				if string(got) != string(data[h.off:h.off+int64(len(got))]) {
-					t.Errorf("slices at %d changed before they were released", h.off)
-				}
-				h.release()
+			pending = append(pending, held{off, slices, release})
+			if len(pending) < 3 {
+				continue
 			}
-			for _, h := range pending {
-				h.release()
+			h := pending[0]
+			pending = pending[1:]
+			var got []byte
+			for _, s := range h.slices {
+				got = append(got, s...)
 			}
-		}(int64(g))
-	}
-	wg.Wait()
+			if string(got) != string(data[h.off:h.off+int64(len(got))]) {
+				t.Errorf("slices at %d changed before they were released", h.off)
+			}
+			h.release()
+		}
+		for _, h := range pending {
+			h.release()
+		}
+	})
 	if st := v.Cache().Stats(); st.Evictions == 0 {
 		t.Errorf("nothing was evicted: %+v", st)
 	}
 }
 
 func TestSlicesMatchReadAt(t *testing.T) {
-	v, data := bigView(t, Options{})
-	e, _ := v.Stat("big")
-	f, _ := v.OpenFile(e)
+	v, f, data := bigFile(t, Options{})
 	rnd := rand.New(rand.NewSource(5))
 	for i := 0; i < 200; i++ {
 		off := rnd.Int63n(int64(len(data)) + 100)
