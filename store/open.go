@@ -166,6 +166,7 @@ func (s *Store) dsn(writer bool) string {
 		// them afterwards, so writePack hands them back (shrink_memory).
 		q.Add("_pragma", fmt.Sprintf("cache_spill(%d)", cacheSpillPages))
 		q.Set("_txlock", "immediate")
+		q.Set("vfs", walVFSName)                  // gathers WAL writes (walvfs.go)
 		q.Add("_pragma", "wal_autocheckpoint(0)") // see checkpointer
 		q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", walKeep))
 	} else {
@@ -186,6 +187,9 @@ const (
 func (s *Store) openDBs() error {
 	var err error
 	if !s.opts.ReadOnly {
+		if err := registerWALVFS(); err != nil {
+			return err
+		}
 		if s.w, err = sql.Open("sqlite", s.dsn(true)); err != nil {
 			return err
 		}
