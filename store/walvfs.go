@@ -213,13 +213,20 @@ func wrapDBMethods(orig uintptr) {
 var walOrigM, dbOrigM sqlite3.Tsqlite3_io_methods
 
 func walClose(tls *libc.TLS, f uintptr) int32 {
-	rc := flushFile(tls, f)
+	rc := int32(sqlite3.SQLITE_OK)
 	walVFS.mu.Lock()
 	w := walVFS.files[*handleOf(f)]
 	delete(walVFS.files, *handleOf(f))
 	walVFS.mu.Unlock()
-	if w != nil && w.buf != 0 {
-		libc.Xfree(tls, w.buf)
+	if w != nil {
+		// Flushed and freed under w.mu: flushPending may still hold w.
+		w.mu.Lock()
+		rc = w.flush(tls, f)
+		if w.buf != 0 {
+			libc.Xfree(tls, w.buf)
+			w.buf = 0
+		}
+		w.mu.Unlock()
 	}
 	if crc := call[closeFunc](walOrigM.FxClose)(tls, f); rc == sqlite3.SQLITE_OK {
 		rc = crc
@@ -338,6 +345,7 @@ func walWrite(tls *libc.TLS, pFile, zBuf uintptr, iAmt int32, iOfst int64) int32
 
 // flush writes what w gathered; w.mu is held.
 func (w *walFile) flush(tls *libc.TLS, pFile uintptr) int32 {
+	w.commit = false
 	if w.n == 0 {
 		return sqlite3.SQLITE_OK
 	}
@@ -347,7 +355,6 @@ func (w *walFile) flush(tls *libc.TLS, pFile uintptr) int32 {
 	// SQLite fails the transaction they belong to, and writes its frames
 	// again if it retries.
 	w.n = 0
-	w.commit = false
 	walVFS.pending.Add(-1)
 	if rc != sqlite3.SQLITE_OK {
 		w.end = -1
