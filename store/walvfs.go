@@ -26,16 +26,20 @@ import (
 // flushed as soon as the commit frame is in it, by the write that
 // completes it, whose result SQLite checks: a failed flush (disk full)
 // fails the commit before anything points at its frames. Every other
-// call on the WAL file — read, sync, truncate, size, lock, close —
-// flushes first, and so does every change of the database file's
-// WAL-index locks (a transaction that rolled back after spilling pages
-// leaves them behind, and they must reach the file before the write
-// lock is let go, while no other writer can write there). A write that
-// does not continue the last one (SQLite rewriting a frame in place) is
-// written through at once, after the buffer.
+// call on the WAL file that reads or sizes it flushes first and reports
+// a failure. A write that does not continue the last one (SQLite
+// rewriting a frame in place) is written through at once, after the
+// buffer. A transaction that rolls back may leave frames in the buffer:
+// they are written when the connection lets go of its WAL-index write
+// lock, and a failure to is harmless (nothing names them), so the unlock
+// always goes ahead. When SQLite publishes a header (a WAL-index barrier)
+// nothing can be left; if something were, and could not be written, the
+// process stops rather than let SQLite publish frames the file lacks.
 //
-// Only the writer connection uses this VFS; readers and the checkpointer
-// only ever read frames a published header names.
+// A connection only ever flushes its own buffer: modernc gives each
+// connection a TLS of its own, which the buffer records.
+// The writer and checkpointer connections use this VFS; only the writer
+// writes frames. Readers only ever read frames a published header names.
 const (
 	walVFSName = "layerfs-wal"
 	// walBufSize is the most a WAL file gathers before it writes: the
@@ -55,9 +59,10 @@ var walVFS struct {
 	unixOpen uintptr
 	szUnix   int32
 
-	mu    sync.Mutex
-	files map[uintptr]*walFile // by handle
-	next  uintptr
+	mu      sync.Mutex
+	files   map[uintptr]*walFile // by handle
+	byOwner map[*libc.TLS]*walFile
+	next    uintptr
 	// walOrig and dbOrig are the unix methods of WAL and database
 	// files, which walMethods and dbMethods forward to.
 	walOrig, dbOrig uintptr
@@ -66,6 +71,11 @@ var walVFS struct {
 	// writes counts the WAL writes SQLite asked for, flushes the writes
 	// of gathered bytes (for tests).
 	writes, flushes atomic.Int64
+	// failFlush makes flushes fail as on a full disk (for tests); late
+	// counts the buffers that still held bytes at a WAL-index barrier,
+	// which the commit frame should have flushed.
+	failFlush atomic.Bool
+	late      atomic.Int64
 }
 
 var walMethods, dbMethods sqlite3.Tsqlite3_io_methods
@@ -94,6 +104,7 @@ func doRegisterWALVFS() error {
 	*vfs = *(*sqlite3.Tsqlite3_vfs)(cmem(unix))
 	walVFS.tls, walVFS.unixOpen, walVFS.szUnix = tls, vfs.FxOpen, vfs.FszOsFile
 	walVFS.files = map[uintptr]*walFile{}
+	walVFS.byOwner = map[*libc.TLS]*walFile{}
 	vfs.FszOsFile += int32(unsafe.Sizeof(uintptr(0)))
 	vfs.FzName, vfs.FpNext = name, 0
 	setFunc(&vfs.FxOpen, walOpen)
@@ -128,8 +139,9 @@ type (
 
 // walFile is the buffer of one open WAL file.
 type walFile struct {
-	mu   sync.Mutex
-	file uintptr // the sqlite3_file
+	mu    sync.Mutex
+	file  uintptr   // the sqlite3_file
+	owner *libc.TLS // the connection's
 	// buf holds n bytes for the file at off; end is where the last
 	// write ended (a write there is gathered).
 	buf      uintptr // C memory, walBufSize; allocated on first use
@@ -168,7 +180,9 @@ func walOpen(tls *libc.TLS, pVfs, zName, pFile uintptr, flags int32, pOutFlags u
 		}
 		walVFS.next++
 		h := walVFS.next
-		walVFS.files[h] = &walFile{file: pFile, end: -1}
+		w := &walFile{file: pFile, owner: tls, end: -1}
+		walVFS.files[h] = w
+		walVFS.byOwner[tls] = w
 		*handleOf(pFile) = h
 		fileStruct(pFile).FpMethods = uintptr(unsafe.Pointer(&walMethods))
 	case flags&sqlite3.SQLITE_OPEN_MAIN_DB != 0:
@@ -195,14 +209,12 @@ func wrapWALMethods(orig uintptr) {
 	setFunc(&walMethods.FxRead, walRead)
 	setFunc(&walMethods.FxTruncate, walTruncate)
 	setFunc(&walMethods.FxSync, walSync)
-	setFunc(&walMethods.FxLock, walLock)
-	setFunc(&walMethods.FxUnlock, walUnlock)
 	setFunc(&walMethods.FxFileSize, walFileSize)
 	setFunc(&walMethods.FxFileControl, walFileControl)
 }
 
 // wrapDBMethods makes dbMethods the unix methods with the WAL-index
-// lock and barrier flushing every WAL buffer first.
+// unlock and barrier flushing the connection's WAL buffer first.
 func wrapDBMethods(orig uintptr) {
 	dbOrigM = *(*sqlite3.Tsqlite3_io_methods)(cmem(orig))
 	dbMethods = dbOrigM
@@ -217,11 +229,13 @@ func walClose(tls *libc.TLS, f uintptr) int32 {
 	walVFS.mu.Lock()
 	w := walVFS.files[*handleOf(f)]
 	delete(walVFS.files, *handleOf(f))
+	if w != nil && walVFS.byOwner[w.owner] == w {
+		delete(walVFS.byOwner, w.owner)
+	}
 	walVFS.mu.Unlock()
 	if w != nil {
-		// Flushed and freed under w.mu: flushPending may still hold w.
 		w.mu.Lock()
-		rc = w.flush(tls, f)
+		rc = w.flush(tls)
 		if w.buf != 0 {
 			libc.Xfree(tls, w.buf)
 			w.buf = 0
@@ -255,20 +269,6 @@ func walSync(tls *libc.TLS, f uintptr, flags int32) int32 {
 	return call[intFunc](walOrigM.FxSync)(tls, f, flags)
 }
 
-func walLock(tls *libc.TLS, f uintptr, lock int32) int32 {
-	if rc := flushFile(tls, f); rc != sqlite3.SQLITE_OK {
-		return rc
-	}
-	return call[intFunc](walOrigM.FxLock)(tls, f, lock)
-}
-
-func walUnlock(tls *libc.TLS, f uintptr, lock int32) int32 {
-	if rc := flushFile(tls, f); rc != sqlite3.SQLITE_OK {
-		return rc
-	}
-	return call[intFunc](walOrigM.FxUnlock)(tls, f, lock)
-}
-
 func walFileSize(tls *libc.TLS, f, pSize uintptr) int32 {
 	if rc := flushFile(tls, f); rc != sqlite3.SQLITE_OK {
 		return rc
@@ -283,15 +283,30 @@ func walFileControl(tls *libc.TLS, f uintptr, op int32, arg uintptr) int32 {
 	return call[fcntlFunc](walOrigM.FxFileControl)(tls, f, op, arg)
 }
 
+// dbShmLock writes what a rolled-back transaction left gathered before
+// the connection lets go of a WAL-index lock; the unlock goes ahead
+// whatever that write did (SQLite ignores an unlock's result and forgets
+// the lock: one refused would stay held for good).
 func dbShmLock(tls *libc.TLS, f uintptr, ofst, n, flags int32) int32 {
-	if rc := flushPending(tls); rc != sqlite3.SQLITE_OK {
-		return rc
+	if flags&sqlite3.SQLITE_SHM_UNLOCK != 0 {
+		flushOwn(tls)
 	}
 	return call[shmLockFunc](dbOrigM.FxShmLock)(tls, f, ofst, n, flags)
 }
 
+// dbShmBarrier comes between the two copies of a WAL-index header SQLite
+// publishes. Nothing of the connection's can be gathered by then (the
+// commit frame flushed it); if something were and could not be written,
+// SQLite would go on to publish frames the file lacks, so the process
+// stops instead.
 func dbShmBarrier(tls *libc.TLS, f uintptr) {
-	flushPending(tls) // nothing is pending by then (see above)
+	rc, flushed := flushOwn(tls)
+	if flushed {
+		walVFS.late.Add(1)
+	}
+	if rc != sqlite3.SQLITE_OK {
+		panic(fmt.Sprintf("layerfs: a WAL write failed (SQLite code %d) where SQLite cannot be told; stopping before it publishes the frames", rc))
+	}
 	call[shmBarrierFn](dbOrigM.FxShmBarrier)(tls, f)
 }
 
@@ -307,16 +322,22 @@ func walWrite(tls *libc.TLS, pFile, zBuf uintptr, iAmt int32, iOfst int64) int32
 	defer w.mu.Unlock()
 	walVFS.writes.Add(1)
 	n := int(iAmt)
+	src := unsafe.Slice((*byte)(cmem(zBuf)), n)
+	// This write completes a commit frame if the one before was a commit
+	// frame's header, whichever way that went. A frame header's bytes 4-7
+	// hold the database size for a commit frame and zero for any other.
+	completes := w.commit
+	w.commit = n == walFrameHeader && binary.BigEndian.Uint32(src[4:8]) != 0
 	if iOfst != w.end || n > walBufSize {
 		// Not a continuation: what is gathered goes first, then this.
-		if rc := w.flush(tls, pFile); rc != sqlite3.SQLITE_OK {
+		if rc := w.flush(tls); rc != sqlite3.SQLITE_OK {
 			return rc
 		}
 		w.end = iOfst + int64(n)
 		return call[rwFunc](walOrigM.FxWrite)(tls, pFile, zBuf, iAmt, iOfst)
 	}
 	if w.n+n > walBufSize {
-		if rc := w.flush(tls, pFile); rc != sqlite3.SQLITE_OK {
+		if rc := w.flush(tls); rc != sqlite3.SQLITE_OK {
 			return rc
 		}
 	}
@@ -329,31 +350,27 @@ func walWrite(tls *libc.TLS, pFile, zBuf uintptr, iAmt int32, iOfst int64) int32
 		w.off = iOfst
 		walVFS.pending.Add(1)
 	}
-	src := unsafe.Slice((*byte)(cmem(zBuf)), n)
 	copy(unsafe.Slice((*byte)(cmem(w.buf+uintptr(w.n))), n), src)
 	w.n += n
 	w.end += int64(n)
-	completes := w.commit
-	// A frame header's bytes 4-7 hold the database size for a commit
-	// frame and zero for any other.
-	w.commit = n == walFrameHeader && binary.BigEndian.Uint32(src[4:8]) != 0
 	if completes {
-		return w.flush(tls, pFile)
+		return w.flush(tls)
 	}
 	return sqlite3.SQLITE_OK
 }
 
-// flush writes what w gathered; w.mu is held.
-func (w *walFile) flush(tls *libc.TLS, pFile uintptr) int32 {
-	w.commit = false
+// flush writes what w gathered; w.mu is held. Bytes that fail to land
+// are dropped with the failure: SQLite fails the transaction they belong
+// to, or they belong to one rolled back.
+func (w *walFile) flush(tls *libc.TLS) int32 {
 	if w.n == 0 {
 		return sqlite3.SQLITE_OK
 	}
-	rc := call[rwFunc](walOrigM.FxWrite)(tls, pFile, w.buf, int32(w.n), w.off)
+	rc := int32(sqlite3.SQLITE_FULL)
+	if !walVFS.failFlush.Load() {
+		rc = call[rwFunc](walOrigM.FxWrite)(tls, w.file, w.buf, int32(w.n), w.off)
+	}
 	walVFS.flushes.Add(1)
-	// Gathered bytes that failed to land are dropped with the failure:
-	// SQLite fails the transaction they belong to, and writes its frames
-	// again if it retries.
 	w.n = 0
 	walVFS.pending.Add(-1)
 	if rc != sqlite3.SQLITE_OK {
@@ -369,29 +386,23 @@ func flushFile(tls *libc.TLS, pFile uintptr) int32 {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.flush(tls, pFile)
+	return w.flush(tls)
 }
 
-// flushPending flushes every WAL buffer that holds bytes.
-func flushPending(tls *libc.TLS) int32 {
+// flushOwn flushes the WAL buffer of the connection whose TLS tls is,
+// and says whether it held anything.
+func flushOwn(tls *libc.TLS) (int32, bool) {
 	if walVFS.pending.Load() == 0 {
-		return sqlite3.SQLITE_OK
+		return sqlite3.SQLITE_OK, false
 	}
 	walVFS.mu.Lock()
-	var fs []*walFile
-	for _, w := range walVFS.files {
-		fs = append(fs, w)
-	}
+	w := walVFS.byOwner[tls]
 	walVFS.mu.Unlock()
-	rc := int32(sqlite3.SQLITE_OK)
-	for _, w := range fs {
-		w.mu.Lock()
-		if w.n > 0 {
-			if r := w.flush(tls, w.file); r != sqlite3.SQLITE_OK {
-				rc = r
-			}
-		}
-		w.mu.Unlock()
+	if w == nil {
+		return sqlite3.SQLITE_OK, false
 	}
-	return rc
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	held := w.n > 0
+	return w.flush(tls), held
 }

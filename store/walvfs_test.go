@@ -46,31 +46,13 @@ func TestWALWritesGathered(t *testing.T) {
 }
 
 // TestWALSpillRollback: a transaction that spills pages to the WAL and
-// then rolls back leaves nothing behind that a later writer — on another
-// connection that writes directly, or this one — trips over, and the
-// database reads back whole, from the WAL and after a checkpoint.
+// then rolls back — with the disk full, so what it gathered cannot be
+// written — leaves nothing behind that a later writer, on another
+// connection that writes directly or this one, trips over (a lock kept,
+// stale frames), and the database reads back whole, from the WAL and
+// after a checkpoint.
 func TestWALSpillRollback(t *testing.T) {
-	if err := registerWALVFS(); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "spill.db")
-	open := func(vfs string) *sql.DB {
-		q := url.Values{}
-		q.Add("_pragma", "journal_mode(WAL)")
-		q.Add("_pragma", "cache_size(10)")
-		q.Add("_pragma", "busy_timeout(5000)")
-		if vfs != "" {
-			q.Set("vfs", vfs)
-		}
-		db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
-		if err != nil {
-			t.Fatal(err)
-		}
-		db.SetMaxOpenConns(1)
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
-	gathered, direct := open(walVFSName), open("")
+	gathered, direct, dbPath := walTestDBs(t, 10)
 	exec := func(db *sql.DB, q string, args ...any) {
 		t.Helper()
 		if _, err := db.Exec(q, args...); err != nil {
@@ -92,9 +74,11 @@ func TestWALSpillRollback(t *testing.T) {
 	if walVFS.writes.Load() == before {
 		t.Fatal("the transaction wrote nothing to the WAL before its end: no spill to test")
 	}
-	if err := tx.Rollback(); err != nil {
-		t.Fatal(err)
-	}
+	// The disk is full as it rolls back: the spilled frames can't be
+	// written, which must not keep the WAL-index write lock held.
+	walVFS.failFlush.Store(true)
+	tx.Rollback()
+	walVFS.failFlush.Store(false)
 	for i := range 20 {
 		exec(direct, `INSERT INTO t(k, v) VALUES(?, ?)`, 1000+i, row)
 		exec(gathered, `INSERT INTO t(k, v) VALUES(?, ?)`, 2000+i, row)
@@ -113,8 +97,112 @@ func TestWALSpillRollback(t *testing.T) {
 			t.Errorf("%s: %d rows, keys summing to %d; want 40 and %d", when, n, sum, want)
 		}
 	}
-	verify("from the WAL", open(""))
+	verify("from the WAL", openTestDB(t, dbPath, "", 10))
 	gathered.Close()
 	direct.Close()
-	verify("after the checkpoint", open(""))
+	verify("after the checkpoint", openTestDB(t, dbPath, "", 10))
+}
+
+// TestWALCommitsNeverLeftGathered: whatever size a transaction is (its
+// commit frame anywhere in the buffer, or just past its end) and whoever
+// wrote the WAL last (another connection: this one's next frame header is
+// written through), nothing is left gathered once a commit returns; and a
+// flush that fails fails the commit, which leaves the database as it was.
+func TestWALCommitsNeverLeftGathered(t *testing.T) {
+	gathered, direct, _ := walTestDBs(t, 2000) // nothing spills
+	exec := func(db *sql.DB, q string, args ...any) error {
+		_, err := db.Exec(q, args...)
+		return err
+	}
+	if err := exec(gathered, `CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB)`); err != nil {
+		t.Fatal(err)
+	}
+	row := make([]byte, 3000) // a page a row
+	late := walVFS.late.Load()
+	k := 0
+	for i := 0; i < 140; i++ {
+		rows := 1 + i/2
+		if i%2 == 1 {
+			// Another connection writes: this one's next frame header,
+			// here a one-frame transaction's commit frame, is written
+			// through.
+			k++
+			if err := exec(direct, `INSERT INTO t(k, v) VALUES(?, ?)`, k, row); err != nil {
+				t.Fatal(err)
+			}
+			if err := exec(gathered, `UPDATE t SET v = ? WHERE k = ?`, row[1:], k); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tx, err := gathered.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range rows {
+			k++
+			if _, err := tx.Exec(`INSERT INTO t(k, v) VALUES(?, ?)`, k, row); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatalf("%d rows: %v", rows, err)
+		}
+		if n := walVFS.pending.Load(); n != 0 {
+			t.Fatalf("a commit of %d rows left %d WAL buffers holding bytes", rows, n)
+		}
+		if walVFS.late.Load() != late {
+			t.Fatalf("a commit of %d rows still had bytes gathered when SQLite published it", rows)
+		}
+	}
+	walVFS.failFlush.Store(true)
+	err := exec(gathered, `INSERT INTO t(k, v) VALUES(?, ?)`, -1, row)
+	walVFS.failFlush.Store(false)
+	if err == nil {
+		t.Fatal("a commit whose WAL write failed succeeded")
+	}
+	var n, sum int
+	if err := direct.QueryRow(`SELECT count(*), sum(k) FROM t`).Scan(&n, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if n != k || sum != k*(k+1)/2 {
+		t.Errorf("%d rows summing to %d; want %d rows summing to %d", n, sum, k, k*(k+1)/2)
+	}
+	if err := exec(gathered, `INSERT INTO t(k, v) VALUES(?, ?)`, k+1, row); err != nil {
+		t.Fatalf("a commit after the failed one: %v", err)
+	}
+	var check string
+	if err := direct.QueryRow(`PRAGMA integrity_check`).Scan(&check); err != nil || check != "ok" {
+		t.Fatalf("integrity_check: %q, %v", check, err)
+	}
+}
+
+// walTestDBs opens a new database twice: through the writer's VFS and
+// through SQLite's own, each a single connection with a cache of
+// cachePages pages.
+func walTestDBs(t *testing.T, cachePages int) (gathered, direct *sql.DB, path string) {
+	t.Helper()
+	if err := registerWALVFS(); err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(t.TempDir(), "wal.db")
+	return openTestDB(t, path, walVFSName, cachePages), openTestDB(t, path, "", cachePages), path
+}
+
+func openTestDB(t *testing.T, p, vfs string, cachePages int) *sql.DB {
+	t.Helper()
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)") // as a Store: no sync flushes a commit
+	q.Add("_pragma", fmt.Sprintf("cache_size(%d)", cachePages))
+	q.Add("_pragma", "busy_timeout(5000)")
+	if vfs != "" {
+		q.Set("vfs", vfs)
+	}
+	db, err := sql.Open("sqlite", "file:"+p+"?"+q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	t.Cleanup(func() { db.Close() })
+	return db
 }
