@@ -30,16 +30,16 @@ import (
 // a failure. A write that does not continue the last one (SQLite
 // rewriting a frame in place) is written through at once, after the
 // buffer. A transaction that rolls back may leave frames in the buffer:
-// they are written when the connection lets go of its WAL-index write
-// lock, and a failure to is harmless (nothing names them), so the unlock
+// they are written when the connection lets go of a WAL-index lock; a
+// failure to write them is harmless (nothing names them), so the unlock
 // always goes ahead. When SQLite publishes a header (a WAL-index barrier)
 // nothing can be left; if something were, and could not be written, the
 // process stops rather than let SQLite publish frames the file lacks.
 //
 // A connection only ever flushes its own buffer: modernc gives each
-// connection a TLS of its own, which the buffer records.
-// The writer and checkpointer connections use this VFS; only the writer
-// writes frames. Readers only ever read frames a published header names.
+// connection a TLS of its own, which the buffer records. The writer and
+// checkpointer connections use this VFS; only the writer writes frames.
+// Readers only ever read frames a published header names.
 const (
 	walVFSName = "layerfs-wal"
 	// walBufSize is the most a WAL file gathers before it writes: the
