@@ -24,14 +24,7 @@ prints the path and the owner ranges {start, end, owner}.`,
 }
 
 func runBlame(c *cli, args []string) error {
-	if err := c.want(args, 1, 1); err != nil {
-		return err
-	}
-	ref, path := splitRefPath(args[0])
-	if path == "" {
-		return fmt.Errorf("%w: give REF:PATH", errUsage)
-	}
-	st, err := c.open(false)
+	st, ref, path, err := c.fileAt(args)
 	if err != nil {
 		return err
 	}

@@ -126,3 +126,17 @@ func splitRefPath(s string) (ref, path string) {
 	ref, path, _ = strings.Cut(s, ":")
 	return ref, path
 }
+
+// fileAt takes the one REF:PATH argument of a command that reads a file
+// at a ref, and opens the Store.
+func (c *cli) fileAt(args []string) (st *layerfs.Store, ref, path string, err error) {
+	if err := c.want(args, 1, 1); err != nil {
+		return nil, "", "", err
+	}
+	ref, path = splitRefPath(args[0])
+	if path == "" {
+		return nil, "", "", fmt.Errorf("%w: give REF:PATH", errUsage)
+	}
+	st, err = c.open(false)
+	return st, ref, path, err
+}

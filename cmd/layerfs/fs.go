@@ -90,6 +90,17 @@ func splitTarget(s string) (ref, path string) {
 	return ref, path
 }
 
+// fsTarget takes the one [REF:]PATH argument of an fs verb and opens an
+// FS on its ref.
+func fsTarget(c *cli, args []string) (*layerfs.FS, string, error) {
+	if err := c.want(args, 1, 1); err != nil {
+		return nil, "", err
+	}
+	ref, path := splitTarget(args[0])
+	f, err := openFS(c, ref)
+	return f, path, err
+}
+
 // openFS opens the Store and an FS on ref.
 func openFS(c *cli, ref string) (*layerfs.FS, error) {
 	st, err := c.open(false)

@@ -24,11 +24,7 @@ type statJSON struct {
 }
 
 func runFSStat(c *cli, args []string) error {
-	if err := c.want(args, 1, 1); err != nil {
-		return err
-	}
-	ref, path := splitTarget(args[0])
-	f, err := openFS(c, ref)
+	f, path, err := fsTarget(c, args)
 	if err != nil {
 		return err
 	}
