@@ -53,16 +53,12 @@ const (
 var walVFS struct {
 	once sync.Once
 	err  error
-	tls  *libc.TLS // for the VFS's own allocations, never freed
-	// unixOpen is the unix VFS's xOpen; szUnix is its file struct's
-	// size, after which the handle of a wrapped file is kept.
+	// unixOpen is the unix VFS's xOpen.
 	unixOpen uintptr
-	szUnix   int32
 
 	mu      sync.Mutex
-	files   map[uintptr]*walFile // by handle
+	files   map[uintptr]*walFile // by the address of their sqlite3_file
 	byOwner map[*libc.TLS]*walFile
-	next    uintptr
 	// walOrig and dbOrig are the unix methods of WAL and database
 	// files, which walMethods and dbMethods forward to.
 	walOrig, dbOrig uintptr
@@ -88,6 +84,7 @@ func registerWALVFS() error {
 
 func doRegisterWALVFS() error {
 	tls := libc.NewTLS()
+	defer tls.Close()
 	unix := sqlite3.Xsqlite3_vfs_find(tls, 0)
 	if unix == 0 {
 		return fmt.Errorf("sqlite: no default VFS")
@@ -102,10 +99,9 @@ func doRegisterWALVFS() error {
 	}
 	vfs := (*sqlite3.Tsqlite3_vfs)(cmem(v))
 	*vfs = *(*sqlite3.Tsqlite3_vfs)(cmem(unix))
-	walVFS.tls, walVFS.unixOpen, walVFS.szUnix = tls, vfs.FxOpen, vfs.FszOsFile
+	walVFS.unixOpen = vfs.FxOpen
 	walVFS.files = map[uintptr]*walFile{}
 	walVFS.byOwner = map[*libc.TLS]*walFile{}
-	vfs.FszOsFile += int32(unsafe.Sizeof(uintptr(0)))
 	vfs.FzName, vfs.FpNext = name, 0
 	setFunc(&vfs.FxOpen, walOpen)
 	if rc := sqlite3.Xsqlite3_vfs_register(tls, v, 0); rc != sqlite3.SQLITE_OK {
@@ -156,12 +152,7 @@ func fileStruct(pFile uintptr) *sqlite3.Tsqlite3_file {
 	return (*sqlite3.Tsqlite3_file)(cmem(pFile))
 }
 
-func handleOf(pFile uintptr) *uintptr {
-	return (*uintptr)(cmem(pFile + uintptr(walVFS.szUnix)))
-}
-
 func walOpen(tls *libc.TLS, pVfs, zName, pFile uintptr, flags int32, pOutFlags uintptr) int32 {
-	*handleOf(pFile) = 0
 	rc := call[openFunc](walVFS.unixOpen)(tls, pVfs, zName, pFile, flags, pOutFlags)
 	if rc != sqlite3.SQLITE_OK || fileStruct(pFile).FpMethods == 0 {
 		return rc
@@ -178,12 +169,9 @@ func walOpen(tls *libc.TLS, pVfs, zName, pFile uintptr, flags int32, pOutFlags u
 		if orig != walVFS.walOrig {
 			return rc // not the methods wrapped: leave it alone
 		}
-		walVFS.next++
-		h := walVFS.next
 		w := &walFile{file: pFile, owner: tls, end: -1}
-		walVFS.files[h] = w
+		walVFS.files[pFile] = w
 		walVFS.byOwner[tls] = w
-		*handleOf(pFile) = h
 		fileStruct(pFile).FpMethods = uintptr(unsafe.Pointer(&walMethods))
 	case flags&sqlite3.SQLITE_OPEN_MAIN_DB != 0:
 		if walVFS.dbOrig == 0 {
@@ -227,8 +215,8 @@ var walOrigM, dbOrigM sqlite3.Tsqlite3_io_methods
 func walClose(tls *libc.TLS, f uintptr) int32 {
 	rc := int32(sqlite3.SQLITE_OK)
 	walVFS.mu.Lock()
-	w := walVFS.files[*handleOf(f)]
-	delete(walVFS.files, *handleOf(f))
+	w := walVFS.files[f]
+	delete(walVFS.files, f)
 	if w != nil && walVFS.byOwner[w.owner] == w {
 		delete(walVFS.byOwner, w.owner)
 	}
@@ -313,7 +301,7 @@ func dbShmBarrier(tls *libc.TLS, f uintptr) {
 func fileOf(pFile uintptr) *walFile {
 	walVFS.mu.Lock()
 	defer walVFS.mu.Unlock()
-	return walVFS.files[*handleOf(pFile)]
+	return walVFS.files[pFile]
 }
 
 func walWrite(tls *libc.TLS, pFile, zBuf uintptr, iAmt int32, iOfst int64) int32 {
