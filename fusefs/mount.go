@@ -134,8 +134,8 @@ func fsOptions(cfg Config, logger *log.Logger) *fs.Options {
 			AllowOther:           cfg.Options.AllowOther,
 			MaxWrite:             maxRead,
 			MaxBackground:        64,
-			DisableXAttrs:        true,
-			DisableSplice:        true, // reads answer with chunk slices (writev), never a file descriptor
+			DisableXAttrs:        cfg.Options.DataRedirect == nil, // only overlayfs's metacopy xattrs exist
+			DisableSplice:        true,                            // reads answer with chunk slices (writev), never a file descriptor
 			IgnoreSecurityLabels: true,
 			EnableSymlinkCaching: true,
 			Debug:                cfg.Options.Debug,

@@ -35,7 +35,39 @@ var (
 	_ = (fs.NodeReader)((*fileNode)(nil))
 	_ = (fs.NodeFlusher)((*fileNode)(nil))
 	_ = (fs.NodeOnForgetter)((*fileNode)(nil))
+	_ = (fs.NodeGetxattrer)((*fileNode)(nil))
 )
+
+// Overlayfs's metacopy xattrs, which make a file of a lower layer a
+// metadata-only copy whose data is in a data-only layer further down.
+const (
+	xattrMetacopy = "trusted.overlay.metacopy"
+	xattrRedirect = "trusted.overlay.redirect"
+)
+
+// Getxattr answers overlayfs's metacopy questions for a file whose content
+// has a data file (Options.DataRedirect): the file is then a metacopy, and
+// its redirect is the data file's path in the data-only layer. An overlay
+// stacked on the mount with that layer below it reads and copies up the
+// data file, not the mount. Every other attribute is absent.
+func (n *fileNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	redirect := n.fsys.opts.DataRedirect
+	if redirect == nil || (attr != xattrMetacopy && attr != xattrRedirect) {
+		return 0, syscall.ENODATA
+	}
+	to := redirect(n.e.ID)
+	if to == "" {
+		return 0, syscall.ENODATA
+	}
+	val := ""
+	if attr == xattrRedirect {
+		val = to
+	}
+	if len(dest) < len(val) {
+		return uint32(len(val)), syscall.ERANGE
+	}
+	return uint32(copy(dest, val)), 0
+}
 
 func (n *fileNode) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	fillAttr(&out.Attr, &n.e, n.StableAttr().Ino)

@@ -103,7 +103,16 @@ var captureCases = []struct {
 // now); with find against the Workspace's view before the commit, mtimes
 // to the nanosecond; and the view after the commit (the new head through
 // FUSE) against the view before it.
+//
+// It runs on both kinds of upperdir: on a filesystem that clones (the
+// daemon's XFS volume, with metacopy: a chmod or a rename copies up
+// metadata only) and on the state directory's ext4 (volume off).
 func TestWorkspaceCaptureTable(t *testing.T) {
+	t.Run("xfs", func(t *testing.T) { needVolume(t); captureTable(t, sessions.Config{}) })
+	t.Run("ext4", func(t *testing.T) { captureTable(t, sessions.Config{Volume: sessions.VolumeOff}) })
+}
+
+func captureTable(t *testing.T, cfg sessions.Config) {
 	src := filepath.Join(t.TempDir(), "base")
 	writeTree(t, src, captureBase)
 	if err := os.WriteFile(filepath.Join(src, "big.bin"), randomBytes(5, 300<<10), 0o644); err != nil {
@@ -111,7 +120,7 @@ func TestWorkspaceCaptureTable(t *testing.T) {
 	}
 	os.Chmod(filepath.Join(src, "exec.sh"), 0o755)
 	setTimes(t, src, captureTime)
-	d := startDaemonFrom(t, src, sessions.Config{})
+	d := startDaemonFrom(t, src, cfg)
 	base := findTree(t, src)
 	for i, c := range captureCases {
 		t.Run(c.name, func(t *testing.T) {

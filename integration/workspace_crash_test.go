@@ -174,9 +174,11 @@ func storeLeases(t *testing.T, path string) []string {
 // Workspace's upperdir to the next generation before it records the move.
 // A daemon that died between the two must come back with the moved
 // upperdir — the pending changes and their marker blocks — not an empty
-// one. The test makes that state by rolling the record back.
+// one. The test makes that state by rolling the record back, while the
+// daemon is down: with the Workspaces on the state directory itself, not
+// on the daemon's volume, which goes with the daemon.
 func TestRestartAfterInterruptedRebase(t *testing.T) {
-	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{Volume: sessions.VolumeOff})
 	a, b := d.create(t, "main"), d.create(t, "main")
 	d.sh(t, a.ID, "echo A > a.txt")
 	d.sh(t, b.ID, "echo B > a.txt && echo mine > b.txt")
@@ -201,7 +203,7 @@ func TestRestartAfterInterruptedRebase(t *testing.T) {
 	if err := os.WriteFile(recPath, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin})
+	d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin, Volume: sessions.VolumeOff})
 	if err != nil {
 		t.Fatal(err)
 	}

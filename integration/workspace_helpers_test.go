@@ -45,6 +45,9 @@ func startDaemonFrom(t *testing.T, src string, cfg sessions.Config) *testDaemon 
 		cfg.StateDir = filepath.Join(dir, "state")
 	}
 	cfg.Self = layerfsBin
+	if cfg.VolumeSize == 0 {
+		cfg.VolumeSize = 2 << 30 // ample for any test, and tests run side by side
+	}
 	d, err := sessions.Start(cfg)
 	if err != nil {
 		st.Close()

@@ -65,7 +65,11 @@ func TestWorkspacePosixtest(t *testing.T) {
 		if fs := fsType(t, os.TempDir()); fs != "ext4" {
 			t.Fatalf("%s is on %s: the ext4 case needs ext4", os.TempDir(), fs)
 		}
-		runPosixtest(t, "ext4", filepath.Join(t.TempDir(), "state"))
+		runPosixtest(t, "ext4", sessions.Config{StateDir: filepath.Join(t.TempDir(), "state"), Volume: sessions.VolumeOff})
+	})
+	t.Run("xfs", func(t *testing.T) { // the daemon's volume: an XFS image (metacopy, data layer)
+		needVolume(t)
+		runPosixtest(t, "xfs", sessions.Config{StateDir: filepath.Join(t.TempDir(), "state")})
 	})
 	t.Run("tmpfs", func(t *testing.T) {
 		state := t.TempDir()
@@ -78,11 +82,12 @@ func TestWorkspacePosixtest(t *testing.T) {
 				unix.Unmount(state, unix.MNT_DETACH)
 			}
 		})
-		runPosixtest(t, "tmpfs", state)
+		runPosixtest(t, "tmpfs", sessions.Config{StateDir: state})
 	})
 }
 
-func runPosixtest(t *testing.T, upper, stateDir string) {
+func runPosixtest(t *testing.T, upper string, cfg sessions.Config) {
+	stateDir := cfg.StateDir
 	names := make([]string, 0, len(posixtest.All))
 	for name := range posixtest.All {
 		names = append(names, name)
@@ -95,7 +100,7 @@ func runPosixtest(t *testing.T, upper, stateDir string) {
 		files["instead/"+name+"/"] = ""
 	}
 	writeTree(t, src, files)
-	d := startDaemonFrom(t, src, sessions.Config{StateDir: stateDir})
+	d := startDaemonFrom(t, src, cfg)
 	w := d.create(t, "main")
 	plain := filepath.Join(stateDir, "plain")
 	for _, name := range names {

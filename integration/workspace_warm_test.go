@@ -45,10 +45,12 @@ func cachedPages(t *testing.T, path string) (cached, pages int) {
 // TestWorkspaceCommitWarmsBigFiles: after a commit, the new version of a
 // big file the Workspace modified is read into the page cache of the
 // Store's mount, so the next command's copy-up does not wait on FUSE; a new
-// big file is not, and both read back exactly as committed.
+// big file is not, and both read back exactly as committed. (On a volume
+// that clones, a Workspace reads and copies up its data file instead:
+// see TestWorkspaceBigFilesCloned.)
 func TestWorkspaceCommitWarmsBigFiles(t *testing.T) {
 	big := strings.Repeat("0123456789abcdef", 4<<20/16) // 4 MiB
-	d := startDaemon(t, map[string]string{"big.bin": big}, sessions.Config{})
+	d := startDaemon(t, map[string]string{"big.bin": big}, sessions.Config{Volume: sessions.VolumeOff})
 	w := d.create(t, "main")
 	d.sh(t, w.ID, "printf XY | dd of=big.bin bs=1 seek=1000000 conv=notrunc status=none && head -c 3000000 big.bin > fresh.bin")
 	res := d.commit(t, w.ID, api.StatusCommitted)

@@ -22,6 +22,7 @@ const (
 	xattrOpaque   = "trusted.overlay.opaque"
 	xattrRedirect = "trusted.overlay.redirect"
 	xattrWhiteout = "trusted.overlay.whiteout"
+	xattrMetacopy = "trusted.overlay.metacopy"
 )
 
 // Capture is what a walk of an upperdir found: a Changeset against the
@@ -37,45 +38,81 @@ type Capture struct {
 	// shadow the lower layer's version, so moving the upperdir onto a newer
 	// Commit must drop them first.
 	Unchanged []string
-	Duration  time.Duration
+	// Big lists the captured files of at least BigFileMin bytes, which a
+	// DataLayer may keep a data file of.
+	Big      []BigFile
+	Duration time.Duration
 }
 
-// CaptureUpper walks upper — an overlayfs upperdir whose lower layer is
-// Commit base — and turns what it holds into changes: new and changed
-// files (only chunks that differ from what the Store holds become new
-// objects), symlinks, modes, mtimes, new directories, whiteouts (the 0/0
-// character device and the xattr form) as deletes, opaque directories, and
-// renamed directories (redirect_dir). Files copied up without a change are
-// left out. It reads only the upperdir, never the whole tree.
-//
-// lower, if not empty, is a directory showing base's tree (the overlay's
-// lowerdir): a big file's lower version is compared there, in the page
-// cache, rather than by hashing (see capture_compare.go).
-//
-// Paths ignore matches (the branch's /.layerfsignore; nil: none) are left
-// out, whatever they hold.
-func CaptureUpper(s *store.Store, upper, lower string, base object.ID, ignore *Rules) (*Capture, error) {
+// BigFileMin is the size from which a captured file is listed in
+// Capture.Big: below it, copying a file up through the Store's FUSE mount
+// costs about as much as cloning it.
+const BigFileMin = 1 << 20
+
+// A BigFile is a big file capture read from the upperdir.
+type BigFile struct {
+	Abs   string // its path in the upperdir
+	ID    object.ID
+	Size  int64
+	Ctime unix.Timespec // when its content or metadata last changed, before capture read it
+}
+
+// A DataLayer keeps data files, on the upperdir's filesystem, of some big
+// files' content: overlayfs's data-only layer below a Workspace (see
+// fusefs.Options.DataRedirect). A file copied up from such a layer is a
+// clone sharing its blocks, so capture compares block maps, not bytes
+// (capture_extents.go).
+type DataLayer interface {
+	// DataFile returns the path of content id's data file, or "".
+	DataFile(id object.ID) string
+}
+
+// Upper is an overlayfs upperdir to capture.
+type Upper struct {
+	Dir string
+	// Base is the Commit the overlay's lower layer shows.
+	Base object.ID
+	// Lower, if not empty, is a directory showing Base's tree (the
+	// overlay's lowerdir): a big file's lower version is compared there,
+	// in the page cache, rather than by hashing (see capture_compare.go).
+	Lower string
+	// Data, if not nil, is the overlay's data-only layer.
+	Data DataLayer
+	// Ignore matches paths left out, whatever they hold (the branch's
+	// /.layerfsignore; nil: none).
+	Ignore *Rules
+}
+
+// CaptureUpper walks an upperdir and turns what it holds into changes:
+// new and changed files (only chunks that differ from what the Store
+// holds become new objects), symlinks, modes, mtimes, new directories,
+// whiteouts (the 0/0 character device and the xattr form) as deletes,
+// opaque directories, renamed directories (redirect_dir), and metacopy
+// files (metadata changed, content the lower's, maybe renamed). Files
+// copied up without a change are left out. It reads only the upperdir,
+// never the whole tree.
+func CaptureUpper(s *store.Store, u Upper) (*Capture, error) {
 	stage := s.NewStage()
-	return capture(s, upper, lower, base, ignore, stage, stage)
+	return capture(s, u, stage, stage)
 }
 
 // CaptureUpperDry finds the same changes as CaptureUpper but stores
 // nothing: it answers "what is uncommitted?". Its Content is nil, and its
 // Changes must not be published.
-func CaptureUpperDry(s *store.Store, upper, lower string, base object.ID, ignore *Rules) (*Capture, error) {
-	return capture(s, upper, lower, base, ignore, hashOnly{s}, nil)
+func CaptureUpperDry(s *store.Store, u Upper) (*Capture, error) {
+	return capture(s, u, hashOnly{s}, nil)
 }
 
-func capture(s *store.Store, upper, lower string, base object.ID, ignore *Rules, content extents.Store, stage *store.Stage) (*Capture, error) {
+func capture(s *store.Store, u Upper, content extents.Store, stage *store.Stage) (*Capture, error) {
 	start := time.Now()
-	c, err := s.Commit(base)
+	c, err := s.Commit(u.Base)
 	if err != nil {
 		return nil, fmt.Errorf("capture: base: %w", err)
 	}
-	cw := &capturer{s: s, root: c.Tree, lowerDir: lower, content: content, ignore: ignore,
-		cap: &Capture{Changes: &Changeset{Base: base}, Content: stage}}
-	if err := cw.dir(upper, "", "", c.Tree); err != nil {
-		return nil, fmt.Errorf("capture %s: %w", upper, err)
+	cw := &capturer{s: s, root: c.Tree, lowerDir: u.Lower, data: u.Data, content: content, ignore: u.Ignore,
+		cap: &Capture{Changes: &Changeset{Base: u.Base}, Content: stage}}
+	if err := cw.dir(u.Dir, "", "", c.Tree); err != nil {
+		return nil, fmt.Errorf("capture %s: %w", u.Dir, err)
 	}
 	cw.cap.Paths = len(cw.cap.Changes.Changes)
 	cw.cap.Duration = time.Since(start)
@@ -86,6 +123,7 @@ type capturer struct {
 	s        *store.Store
 	root     object.ID
 	lowerDir string        // shows root's tree; empty: none
+	data     DataLayer     // nil: none
 	content  extents.Store // where file content goes: a Stage, or nowhere
 	ignore   *Rules
 	cap      *Capture
@@ -172,40 +210,73 @@ func (cw *capturer) whiteout(path string, lower *store.Entry) error {
 
 func (cw *capturer) file(abs, path, lowerPath string, e store.Entry, lower *store.Entry) error {
 	e.Type = store.TypeFile
+	if hasXattr(abs, xattrMetacopy) {
+		return cw.metacopy(abs, path, lowerPath, e, lower)
+	}
 	f, err := os.Open(abs)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return err
 	}
-	if lower != nil && lower.Type == store.TypeFile && lower.Size >= extents.SmallFileMax {
-		content, ok, err := cw.patch(f, fi.Size(), lowerPath, lower)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if ok {
-			return cw.captured(path, e, lower, content)
-		}
-	} else if lower != nil && lower.Type == store.TypeFile && sameMeta(lower, &e) {
-		// Copied up, maybe unchanged: hash without storing and compare.
-		id, size, err := cw.hash(f)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if id == lower.ID && size == lower.Size {
-			cw.cap.Unchanged = append(cw.cap.Unchanged, path)
-			return nil
-		}
-	}
-	content, err := extents.WriteAt(cw.content, f, fi.Size())
+	content, err := cw.fileContent(f, st.Size, lowerPath, &e, lower)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	cw.cap.BytesHashed += content.Size
+	if content.Size >= BigFileMin && (lower == nil || lower.ID != content.ID) {
+		cw.cap.Big = append(cw.cap.Big, BigFile{Abs: abs, ID: content.ID, Size: content.Size, Ctime: st.Ctim})
+	}
 	return cw.captured(path, e, lower, content)
+}
+
+// fileContent stores the content of upper file f, size bytes, whose lower
+// version (nil: none) is found at lowerPath.
+func (cw *capturer) fileContent(f *os.File, size int64, lowerPath string, e, lower *store.Entry) (extents.File, error) {
+	if lower != nil && lower.Type == store.TypeFile && lower.Size >= extents.SmallFileMax {
+		content, ok, err := cw.patch(f, size, lowerPath, lower)
+		if err != nil || ok {
+			return content, err
+		}
+	} else if lower != nil && lower.Type == store.TypeFile && sameMeta(lower, e) {
+		// Copied up, maybe unchanged: hash without storing and compare.
+		id, n, err := cw.hash(f)
+		if err != nil {
+			return extents.File{}, err
+		}
+		if id == lower.ID && n == lower.Size {
+			return extents.File{ID: id, Size: n}, nil
+		}
+	}
+	content, err := extents.WriteAt(cw.content, f, size)
+	cw.cap.BytesHashed += content.Size
+	return content, err
+}
+
+// metacopy captures a file overlayfs copied up metadata only (metacopy=on:
+// a chmod, a rename, a hard link): its content is its lower version's, at
+// its own lower path or, renamed or linked, where its redirect says.
+func (cw *capturer) metacopy(abs, path, lowerPath string, e store.Entry, lower *store.Entry) error {
+	from := lowerPath
+	if redirect := getXattr(abs, xattrRedirect); redirect != "" {
+		from = strings.TrimPrefix(redirect, "/")
+		if !strings.HasPrefix(redirect, "/") {
+			from = joinPath(parentPath(lowerPath), redirect)
+		}
+	}
+	src := lower
+	if from != lowerPath {
+		src = nil
+		if se, err := cw.s.Lookup(cw.root, from); err == nil {
+			src = &se
+		}
+	}
+	if src == nil || src.Type != store.TypeFile {
+		return fmt.Errorf("%s: metadata copied up from %s, which the lower layer lacks as a file: %w", path, from, store.ErrCorrupt)
+	}
+	return cw.captured(path, e, lower, extents.File{ID: src.ID, Size: src.Size})
 }
 
 // captured records a file's new entry, or that it is unchanged.
@@ -232,15 +303,24 @@ const patchLimit = 4 << 20
 // whole.
 func (cw *capturer) patch(f *os.File, size int64, lowerPath string, lower *store.Entry) (extents.File, bool, error) {
 	old := extents.File{ID: lower.ID, Size: lower.Size}
-	lowerAbs := filepath.Join(cw.lowerDir, filepath.FromSlash(lowerPath))
-	if cw.lowerDir != "" && size != old.Size {
+	limit := min(size/8, patchLimit)
+	lowerAbs := ""
+	if cw.lowerDir != "" {
+		lowerAbs = filepath.Join(cw.lowerDir, filepath.FromSlash(lowerPath))
+	}
+	ranges, err := []extents.Range(nil), errNotResident
+	if data := cw.dataFile(lower.ID); data != "" {
+		// Copied up by cloning data: compare block maps, and look for a
+		// splice in the data file rather than through FUSE.
+		lowerAbs = data
+		ranges, err = compareExtents(f, size, data, old.Size, limit)
+	}
+	if lowerAbs != "" && size != old.Size && err != nil {
 		if g, ok, err := cw.splice(f, size, lowerAbs, old); ok || err != nil {
 			return g, ok, err
 		}
 	}
-	limit := min(size/8, patchLimit)
-	ranges, err := []extents.Range(nil), errNotResident
-	if cw.lowerDir != "" {
+	if lowerAbs != "" && err != nil && !errors.Is(err, extents.ErrTooDifferent) {
 		ranges, err = compareLower(f, size, lowerAbs, old.Size, limit)
 	}
 	if err != nil && !errors.Is(err, extents.ErrTooDifferent) {
@@ -258,6 +338,13 @@ func (cw *capturer) patch(f *os.File, size int64, lowerPath string, lower *store
 	}
 	g, err := extents.Patch(cw.content, old, f, size, ranges)
 	return g, err == nil, err
+}
+
+func (cw *capturer) dataFile(id object.ID) string {
+	if cw.data == nil {
+		return ""
+	}
+	return cw.data.DataFile(id)
 }
 
 // splice captures a big file whose size changed as one splice of its

@@ -55,7 +55,7 @@ func BenchmarkCaptureNewBigFile(b *testing.B) {
 		}
 		making += threadCPU() - t
 		b.StartTimer()
-		c, err := CaptureUpper(s, upper, "", base, nil)
+		c, err := CaptureUpper(s, Upper{Dir: upper, Base: base})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -33,6 +34,11 @@ type Config struct {
 	// Self was the layerfs binary the daemon ran as namespace holder.
 	// Holders are threads of the daemon now; it is ignored.
 	Self string
+	// Volume says where the Workspaces' directories go (VolumeAuto,
+	// VolumeOff), and VolumeSize how big an XFS image made for them is
+	// (0: DefaultVolumeSize); see volume.go.
+	Volume     string
+	VolumeSize int64
 	// FUSE tunes the Store's FUSE mount.
 	FUSE   fusefs.Options
 	Logger *log.Logger
@@ -52,6 +58,11 @@ type Daemon struct {
 	warming sync.WaitGroup
 	log     *log.Logger
 	id      string // how leases name this daemon
+	// volume is the XFS image's mount point, if the daemon mounted one
+	// (volume.go); data is the data layer, if the Workspaces' filesystem
+	// clones files.
+	volume string
+	data   *dataLayer
 
 	mu      sync.Mutex
 	ws      map[string]*workspace
@@ -96,12 +107,15 @@ func (d *Daemon) dir(parts ...string) string {
 
 // setup cleans what a crashed daemon left and mounts the Store.
 func (d *Daemon) setup() error {
-	for _, p := range []string{d.dir("lower"), d.dir("mnt"), d.dir("ws")} {
+	for _, p := range []string{d.dir("lower"), d.dir("mnt")} {
 		if err := os.MkdirAll(p, 0o700); err != nil {
 			return err
 		}
 	}
 	if err := d.cleanStaleMounts(); err != nil {
+		return err
+	}
+	if err := d.setupVolume(); err != nil {
 		return err
 	}
 	// The host paths' parent, a private mount, so that retire can move
@@ -124,6 +138,9 @@ func (d *Daemon) setup() error {
 	}
 	opts := d.cfg.FUSE
 	opts.AllCommits = true
+	if d.data != nil {
+		opts.DataRedirect = d.data.redirect
+	}
 	srv, err := fusefs.Mount(fusefs.Config{Store: d.s, Mountpoint: d.dir("lower"), Source: d.s.Path(),
 		Options: opts, Logger: d.log})
 	if err != nil {
@@ -151,6 +168,9 @@ func (d *Daemon) cleanStaleMounts() error {
 		if m == d.cfg.StateDir {
 			continue // a filesystem of its own for the state (a disk, a tmpfs): not ours
 		}
+		if m == d.dir("ws") {
+			continue // the Workspaces' volume, with their upperdirs: kept (volume.go)
+		}
 		if err := unmount(m); err != nil {
 			return fmt.Errorf("clean stale mount: %w", err)
 		}
@@ -166,6 +186,9 @@ func (d *Daemon) restore() error {
 		return err
 	}
 	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue // the data layer (datalayer.go)
+		}
 		dir := d.dir("ws", e.Name())
 		rec, err := loadRecord(dir)
 		if err != nil && (isSpare(dir) || isEnded(dir)) {
@@ -220,6 +243,10 @@ func (d *Daemon) teardown() error {
 	if d.fuse != nil {
 		errs = append(errs, d.fuse.Unmount())
 		d.fuse = nil
+	}
+	if d.volume != "" {
+		errs = append(errs, unmountVolume(d.volume))
+		d.volume = ""
 	}
 	return errors.Join(errs...)
 }

@@ -15,17 +15,25 @@ import (
 )
 
 // overlayOptions are the options of a Workspace's overlay (see
-// overlayDetached), one "key=value" or flag each.
-func overlayOptions(lower, upper, work string) []string {
-	return []string{"lowerdir=" + lower, "upperdir=" + upper, "workdir=" + work,
-		"redirect_dir=on", "metacopy=off", "index=off", "xino=off", "volatile"}
+// overlayDetached), one "key=value" or flag each. With a data layer
+// (data not empty), it is the overlay's data-only layer, and metacopy,
+// which data-only layers need, is on.
+func overlayOptions(lower, data, upper, work string) []string {
+	if data == "" {
+		return []string{"lowerdir=" + lower, "upperdir=" + upper, "workdir=" + work,
+			"redirect_dir=on", "metacopy=off", "index=off", "xino=off", "volatile"}
+	}
+	return []string{"lowerdir+=" + lower, "datadir+=" + data, "upperdir=" + upper, "workdir=" + work,
+		"redirect_dir=on", "metacopy=on", "index=off", "xino=off", "volatile"}
 }
 
 // overlayDetached mounts lower (read-only) under upper as a detached
 // mount (fsopen, fsconfig, fsmount): it is seen nowhere until moved
 // somewhere (move_mount), and goes away when the returned descriptor is
 // closed without that. redirect_dir lets renames of lower directories
-// work and be captured; metacopy stays off so a copy-up copies content;
+// work and be captured. Without a data layer (data empty) metacopy stays
+// off, so a copy-up copies content; with one, a chmod or a rename copies
+// up metadata only, and capture takes the content from the lower layer.
 // index and xino stay off because the lower layer is FUSE.
 //
 // volatile stops overlayfs from syncing the upper filesystem: otherwise
@@ -40,13 +48,13 @@ func overlayOptions(lower, upper, work string) []string {
 // A volatile mount leaves a marker in its work directory that makes
 // overlayfs refuse the same work directory after a host crash; every
 // mount here gets a fresh one (resume removes the old).
-func overlayDetached(lower, upper, work string) (int, error) {
+func overlayDetached(lower, data, upper, work string) (int, error) {
 	fs, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
 	if err != nil {
 		return -1, fmt.Errorf("overlay: fsopen: %w", err)
 	}
 	defer unix.Close(fs)
-	for _, o := range overlayOptions(lower, upper, work) {
+	for _, o := range overlayOptions(lower, data, upper, work) {
 		k, v, isString := strings.Cut(o, "=")
 		if isString {
 			err = unix.FsconfigSetString(fs, k, v)

@@ -30,7 +30,7 @@ const (
 
 // warmPaths lists the files of the new Commit worth caching: big regular
 // files the changes rewrote that were in the old lease too.
-func warmPaths(s *store.Store, oldLease object.ID, cs *publish.Changeset) []string {
+func warmPaths(s *store.Store, oldLease object.ID, cs *publish.Changeset, data *dataLayer) []string {
 	old, err := s.Commit(oldLease)
 	if err != nil {
 		return nil
@@ -41,6 +41,9 @@ func warmPaths(s *store.Store, oldLease object.ID, cs *publish.Changeset) []stri
 		e := c.Entry
 		if e == nil || e.Type != store.TypeFile || e.Size < warmMin || total+e.Size > warmMax {
 			continue
+		}
+		if data != nil && data.DataFile(e.ID) != "" {
+			continue // read and copied up from its data file, never the mount
 		}
 		if was, err := s.Lookup(old.Tree, c.Path); err != nil || was.Type != store.TypeFile {
 			continue
@@ -65,7 +68,7 @@ func (d *Daemon) warm(oldLease, commit object.ID, cs *publish.Changeset) {
 	d.mu.Unlock()
 	go func() {
 		defer d.warming.Done()
-		for _, p := range warmPaths(d.s, oldLease, cs) {
+		for _, p := range warmPaths(d.s, oldLease, cs, d.data) {
 			if err := srv.CacheFile(commit, p); err != nil {
 				d.log.Printf("cache %s:%s: %v", commit.Short(), p, err)
 			}

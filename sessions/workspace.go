@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -28,6 +29,9 @@ type workspace struct {
 	mu     sync.RWMutex
 	rec    record
 	holder *holder
+	// shown is when the current overlay was mounted (UnixNano), for the
+	// data layer's eviction.
+	shown atomic.Int64
 }
 
 func (w *workspace) dir(parts ...string) string {
@@ -218,11 +222,20 @@ func (w *workspace) pending() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := publish.CaptureUpperDry(w.d.s, w.upper(), w.lower(), w.rec.lease(), rules)
+	c, err := publish.CaptureUpperDry(w.d.s, w.captured(rules))
 	if err != nil {
 		return nil, err
 	}
 	return c.Changes.Paths(), nil
+}
+
+// captured describes the Workspace's upperdir for capture.
+func (w *workspace) captured(ignore *publish.Rules) publish.Upper {
+	u := publish.Upper{Dir: w.upper(), Base: w.rec.lease(), Lower: w.lower(), Ignore: ignore}
+	if w.d.data != nil {
+		u.Data = w.d.data
+	}
+	return u
 }
 
 // follow moves the Workspace to commit: a new Lease, a fresh overlay with
@@ -309,7 +322,8 @@ func (w *workspace) switchOverlay() error {
 // path. The views it replaces, if any, are unmounted in the background
 // (holder.attach, Daemon.retire).
 func (w *workspace) show() error {
-	mfd, err := overlayDetached(w.lower(), w.upper(), w.work())
+	w.shown.Store(time.Now().UnixNano())
+	mfd, err := overlayDetached(w.lower(), w.d.dataDir(), w.upper(), w.work())
 	if err != nil {
 		return err
 	}

@@ -183,7 +183,8 @@ func (s *spares) make(branch string, head object.ID) (*spare, error) {
 	}
 	err := os.WriteFile(filepath.Join(w.dir(), spareMarker), nil, 0o600)
 	if err == nil {
-		sp.mfd, err = overlayDetached(w.lower(), w.upper(), w.work())
+		w.shown.Store(time.Now().UnixNano())
+		sp.mfd, err = overlayDetached(w.lower(), s.d.dataDir(), w.upper(), w.work())
 	}
 	if err == nil {
 		w.holder, err = s.d.holders.get()

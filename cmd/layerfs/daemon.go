@@ -14,6 +14,8 @@ import (
 var daemonFlags struct {
 	socket, stateDir string
 	max              int
+	volume           string
+	volumeGiB        int
 }
 
 func init() {
@@ -29,11 +31,23 @@ overlayfs.
 
 On SIGINT or SIGTERM it unmounts everything and exits; Workspaces stay
 recorded in the state directory and come back, with their uncommitted
-changes, when the daemon starts again — also after a crash.`,
+changes, when the daemon starts again — also after a crash.
+
+Upperdirs go on a filesystem that clones files (XFS with reflink, btrfs),
+so that a Workspace's first write to a big file copies it up by cloning
+rather than copying: the state directory's own filesystem if it clones;
+otherwise an XFS image, STATE-DIR/ws.img, of --volume-size GiB allocated
+when first made (needs mkfs.xfs, from xfsprogs) and mounted through a loop
+device at STATE-DIR/ws. Big files committed from Workspaces are kept there
+as data files, up to a quarter of the volume, for later Workspaces to
+clone. --volume=off keeps upperdirs on the state directory's filesystem
+as it is; so does a state directory on tmpfs, or no mkfs.xfs.`,
 		flags: func(c *cli) {
 			c.fs.StringVar(&daemonFlags.stateDir, "state-dir", "/var/lib/layerfs", "`DIR` for mounts, upperdirs and Workspace records (local disk)")
 			c.fs.StringVar(&daemonFlags.socket, "socket", os.Getenv("LAYERFS_SOCKET"), "unix socket `PATH` (default $LAYERFS_SOCKET, else STATE-DIR/daemon.sock)")
 			c.fs.IntVar(&daemonFlags.max, "max-workspaces", sessions.DefaultMaxWorkspaces, "cap on live Workspaces")
+			c.fs.StringVar(&daemonFlags.volume, "volume", "auto", "where upperdirs go: `auto` (a filesystem that clones, see above) or off")
+			c.fs.IntVar(&daemonFlags.volumeGiB, "volume-size", 0, "size in `GiB` of the XFS image made for upperdirs (default 16, or a quarter of the free space if less); an existing image keeps its size")
 		},
 		run: runDaemon,
 	})
@@ -56,7 +70,17 @@ func runDaemon(c *cli, args []string) error {
 		return err
 	}
 	defer os.Remove(socket)
-	d, err := sessions.Start(sessions.Config{Store: st.Backend(), StateDir: daemonFlags.stateDir, MaxWorkspaces: daemonFlags.max})
+	volume := daemonFlags.volume
+	switch volume {
+	case "auto":
+		volume = sessions.VolumeAuto
+	case sessions.VolumeOff:
+	default:
+		l.Close()
+		return fmt.Errorf("%w: --volume %q: want auto or off", errUsage, daemonFlags.volume)
+	}
+	d, err := sessions.Start(sessions.Config{Store: st.Backend(), StateDir: daemonFlags.stateDir, MaxWorkspaces: daemonFlags.max,
+		Volume: volume, VolumeSize: int64(daemonFlags.volumeGiB) << 30})
 	if err != nil {
 		l.Close()
 		return err

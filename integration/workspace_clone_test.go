@@ -1,0 +1,153 @@
+package integration
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/sessions"
+)
+
+// volumeFree is the free bytes of the daemon's Workspace volume.
+func volumeFree(t *testing.T, d *testDaemon) int64 {
+	t.Helper()
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Join(d.stateDir, "ws"), &st); err != nil {
+		t.Fatal(err)
+	}
+	return int64(st.Bavail) * st.Bsize
+}
+
+// dataFile is the path of the data file the daemon keeps of the content
+// of path at ref, which must exist.
+func dataFile(t *testing.T, d *testDaemon, ref, path string) string {
+	t.Helper()
+	f, err := d.st.FS(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := f.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(d.stateDir, "ws", ".data", fi.ID.String())
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("no data file of %s:%s: %v", ref, path, err)
+	}
+	return p
+}
+
+// TestWorkspaceBigFilesCloned: on the daemon's XFS volume, a big file a
+// Workspace commits is kept as a data file; later Workspaces read it there
+// and copy it up by cloning it — a 10-byte edit of an 8 MiB file takes
+// the volume no space to speak of — and capture finds the edit in the
+// block maps. Every version reads back exactly, through the Store and
+// through fresh Workspaces, and metadata-only changes (chmod, rename)
+// keep the content.
+func TestWorkspaceBigFilesCloned(t *testing.T) {
+	needVolume(t)
+	const size = 8 << 20
+	model := randomBytes(11, size)
+	src := filepath.Join(t.TempDir(), "src")
+	os.MkdirAll(src, 0o755)
+	if err := os.WriteFile(filepath.Join(src, "big.bin"), model, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemonFrom(t, src, sessions.Config{})
+	edit := func(off int, s string) {
+		t.Helper()
+		w := d.create(t, "main")
+		d.sh(t, w.ID, "printf "+s+" | dd of=big.bin bs=1 seek="+strconv.Itoa(off)+" conv=notrunc status=none")
+		copy(model[off:], s)
+		res := d.commit(t, w.ID, api.StatusCommitted)
+		if res.Receipt.BytesStored > 256<<10 {
+			t.Errorf("a %d-byte edit stored %d bytes", len(s), res.Receipt.BytesStored)
+		}
+		if err := d.End(w.ID, false); err != nil {
+			t.Fatal(err)
+		}
+		if got := []byte(d.read(t, "main", "big.bin")); !bytes.Equal(got, model) {
+			t.Fatalf("after the edit at %d the Store's big.bin differs from the model", off)
+		}
+	}
+
+	// The first edit copies up through FUSE: the content came from init.
+	edit(1000, "first")
+	data := dataFile(t, d, "main", "big.bin")
+	if got, err := os.ReadFile(data); err != nil || !bytes.Equal(got, model) {
+		t.Fatalf("the data file differs from the committed content (%v)", err)
+	}
+
+	// Later ones clone the data file: the copy-up takes ~no space.
+	for i, off := range []int{5, 3 << 20, size - 3, 4096*100 + 7} {
+		w := d.create(t, "main")
+		if got := d.sh(t, w.ID, "cat big.bin"); got != string(model) {
+			t.Fatalf("edit %d: the Workspace reads a big.bin that differs from the model", i)
+		}
+		free := volumeFree(t, d)
+		d.sh(t, w.ID, "printf XYZ | dd of=big.bin bs=1 seek="+strconv.Itoa(off)+" conv=notrunc status=none")
+		if used := free - volumeFree(t, d); used > 1<<20 {
+			t.Errorf("edit %d: the copy-up took %d bytes of the volume: not a clone", i, used)
+		}
+		copy(model[off:], "XYZ")
+		res := d.commit(t, w.ID, api.StatusCommitted)
+		if res.Receipt.BytesStored > 256<<10 {
+			t.Errorf("edit %d: stored %d bytes", i, res.Receipt.BytesStored)
+		}
+		if err := d.End(w.ID, false); err != nil {
+			t.Fatal(err)
+		}
+		if got := []byte(d.read(t, "main", "big.bin")); !bytes.Equal(got, model) {
+			t.Fatalf("edit %d at %d: the Store's big.bin differs from the model", i, off)
+		}
+	}
+
+	// Metadata only: content unchanged under the new mode and name.
+	w := d.create(t, "main")
+	d.sh(t, w.ID, "chmod 600 big.bin && mv big.bin moved.bin && chmod 640 moved.bin")
+	d.commit(t, w.ID, api.StatusCommitted)
+	f, err := d.st.FS("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := f.Stat("moved.bin")
+	if err != nil || fi.Mode != 0o640 || fi.Size != size {
+		t.Fatalf("moved.bin: %+v, %v; want mode 640, %d bytes", fi, err, size)
+	}
+	if ok, _ := f.Exists("big.bin"); ok {
+		t.Error("big.bin is still there after the rename")
+	}
+	if got := []byte(d.read(t, "main", "moved.bin")); !bytes.Equal(got, model) {
+		t.Fatal("moved.bin differs from the model")
+	}
+	// A fresh Workspace, and a write to the renamed file, which now copies
+	// up its data.
+	if got := d.sh(t, w.ID, "cat moved.bin"); got != string(model) {
+		t.Fatal("a Workspace on the renamed file reads other bytes")
+	}
+	d.sh(t, w.ID, "printf Q >> moved.bin")
+	model = append(model, 'Q')
+	d.commit(t, w.ID, api.StatusCommitted)
+	if got := []byte(d.read(t, "main", "moved.bin")); !bytes.Equal(got, model) {
+		t.Fatal("moved.bin after an append differs from the model")
+	}
+}
+
+// needVolume skips a test that needs the daemon's XFS volume where
+// mkfs.xfs is missing, and fails it when LAYERFS_REQUIRE_ROOT=1 (CI
+// installs xfsprogs).
+func needVolume(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("mkfs.xfs"); err != nil {
+		if os.Getenv("LAYERFS_REQUIRE_ROOT") == "1" {
+			t.Fatalf("LAYERFS_REQUIRE_ROOT=1 but no mkfs.xfs (xfsprogs): %v", err)
+		}
+		t.Skipf("no mkfs.xfs (xfsprogs): %v", err)
+	}
+}
