@@ -429,11 +429,23 @@ func (e *wsEnv) waitDrained(b *testing.B) {
 	b.Helper()
 	live := len(e.d.List())
 	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if ents, err := os.ReadDir(filepath.Join(e.stateDir, "ws")); err == nil && len(ents) <= live+1 {
+		if ents, err := os.ReadDir(filepath.Join(e.stateDir, "ws")); err == nil && workspaceDirs(ents) <= live+1 {
 			return
 		}
 	}
 	b.Fatalf("ended Workspaces' directories not removed after 5 minutes")
+}
+
+// workspaceDirs counts the Workspaces' directories among ents, the state
+// directory's ws/: not the data layer's (.data) or the volume's own.
+func workspaceDirs(ents []os.DirEntry) int {
+	n := 0
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), ".") {
+			n++
+		}
+	}
+	return n
 }
 
 // stored is what the Store's objects take, compressed or delta.

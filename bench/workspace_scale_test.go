@@ -115,11 +115,16 @@ func wsHolderPSS(b *testing.B) int64 {
 	return total
 }
 
-// wsDiskUnder is the disk the state directory's files take, without
-// crossing into mounts (the Store's FUSE mount, the overlays).
+// wsDiskUnder is the disk the state directory's files take, the
+// Workspaces' volume (ws/) included, without crossing into other mounts
+// (the Store's FUSE mount, the overlays) or counting the volume's image
+// and its data layer.
 func wsDiskUnder(b *testing.B, dir string) int64 {
-	var root syscall.Stat_t
+	var root, vol syscall.Stat_t
 	if err := syscall.Stat(dir, &root); err != nil {
+		b.Fatal(err)
+	}
+	if err := syscall.Stat(filepath.Join(dir, "ws"), &vol); err != nil {
 		b.Fatal(err)
 	}
 	var total int64
@@ -127,11 +132,17 @@ func wsDiskUnder(b *testing.B, dir string) int64 {
 		if err != nil {
 			return nil // removed meanwhile (background removal)
 		}
+		switch p {
+		case filepath.Join(dir, "ws.img"):
+			return nil
+		case filepath.Join(dir, "ws", ".data"):
+			return fs.SkipDir
+		}
 		var st syscall.Stat_t
 		if syscall.Lstat(p, &st) != nil {
 			return nil
 		}
-		if st.Dev != root.Dev {
+		if st.Dev != root.Dev && st.Dev != vol.Dev {
 			total += 4096 // a mount point: the directory under it
 			return fs.SkipDir
 		}

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -137,6 +138,13 @@ func TestWorkspaceBigFilesCloned(t *testing.T) {
 	if got := []byte(d.read(t, "main", "moved.bin")); !bytes.Equal(got, model) {
 		t.Fatal("moved.bin after an append differs from the model")
 	}
+	// Every committed version has its data file (none were evicted: the
+	// budget is a quarter of the volume).
+	var m bytes.Buffer
+	d.WriteMetrics(&m)
+	if !strings.Contains(m.String(), "\nlayerfs_data_files 6\n") {
+		t.Errorf("metrics: want 6 data files, one per committed version:\n%s", m.String())
+	}
 }
 
 // needVolume skips a test that needs the daemon's XFS volume where
@@ -149,5 +157,38 @@ func needVolume(t *testing.T) {
 			t.Fatalf("LAYERFS_REQUIRE_ROOT=1 but no mkfs.xfs (xfsprogs): %v", err)
 		}
 		t.Skipf("no mkfs.xfs (xfsprogs): %v", err)
+	}
+}
+
+// TestWorkspaceRebaseCopiesMetacopyUp: a file renamed in a Workspace is
+// copied up metadata only, its data still the lower layer's. When the
+// Workspace's commit conflicts and it is rebased onto the head it met,
+// where another Workspace changed the original, the renamed file must
+// keep the content it was renamed with, not follow the new lower layer.
+func TestWorkspaceRebaseCopiesMetacopyUp(t *testing.T) {
+	orig := randomBytes(12, 2<<20)
+	src := filepath.Join(t.TempDir(), "src")
+	os.MkdirAll(src, 0o755)
+	if err := os.WriteFile(filepath.Join(src, "big.bin"), orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []sessions.Config{{}, {Volume: sessions.VolumeOff}} {
+		d := startDaemonFrom(t, src, cfg)
+		a, b := d.create(t, "main"), d.create(t, "main")
+		d.sh(t, a.ID, "mv big.bin moved.bin && chmod 600 moved.bin")
+		d.sh(t, b.ID, "printf CHANGED | dd of=big.bin bs=1 seek=100 conv=notrunc status=none")
+		d.commit(t, b.ID, api.StatusCommitted)
+		d.commit(t, a.ID, api.StatusConflict) // deleted here, modified there
+		if got := d.sh(t, a.ID, "cat moved.bin"); got != string(orig) {
+			t.Fatalf("volume %q: after the rebase moved.bin reads other bytes than were renamed", cfg.Volume)
+		}
+		if got := d.sh(t, a.ID, "stat -c %a moved.bin"); got != "600\n" {
+			t.Errorf("volume %q: moved.bin mode %q after the rebase", cfg.Volume, got)
+		}
+		d.sh(t, a.ID, "rm -f big.bin")
+		d.commit(t, a.ID, api.StatusCommitted)
+		if got := d.read(t, "main", "moved.bin"); got != string(orig) {
+			t.Fatalf("volume %q: committed moved.bin differs from what was renamed", cfg.Volume)
+		}
 	}
 }

@@ -38,33 +38,40 @@ type Capture struct {
 	// shadow the lower layer's version, so moving the upperdir onto a newer
 	// Commit must drop them first.
 	Unchanged []string
-	// Big lists the captured files of at least BigFileMin bytes, which a
-	// DataLayer may keep a data file of.
-	Big      []BigFile
+	// Metacopy lists the files overlayfs copied up metadata only: their
+	// content is the lower layer's, so moving the upperdir onto a newer
+	// Commit must copy their data up first.
+	Metacopy []string
+	// Clones are data files in the making (see DataLayer), one per big
+	// file the Workspace modified: the caller keeps them if the Changes
+	// land, and removes them if not.
+	Clones   []Clone
 	Duration time.Duration
 }
 
-// BigFileMin is the size from which a captured file is listed in
-// Capture.Big: below it, copying a file up through the Store's FUSE mount
-// costs about as much as cloning it.
-const BigFileMin = 1 << 20
+// DataFileMin is the size from which capture makes a data file of a big
+// file a Workspace modified: below it, copying a file up through the
+// Store's FUSE mount costs about as much as cloning it.
+const DataFileMin = 1 << 20
 
-// A BigFile is a big file capture read from the upperdir.
-type BigFile struct {
-	Abs   string // its path in the upperdir
-	ID    object.ID
-	Size  int64
-	Ctime unix.Timespec // when its content or metadata last changed, before capture read it
+// A Clone is a clone of an upper file, at Tmp, that holds content ID.
+type Clone struct {
+	Tmp string
+	ID  object.ID
 }
 
 // A DataLayer keeps data files, on the upperdir's filesystem, of some big
 // files' content: overlayfs's data-only layer below a Workspace (see
 // fusefs.Options.DataRedirect). A file copied up from such a layer is a
 // clone sharing its blocks, so capture compares block maps, not bytes
-// (capture_extents.go).
+// (capture_extents.go). Capture makes the data file of a big file the
+// Workspace modified by cloning it and storing the clone's content, and
+// lists it in Capture.Clones; new files get none.
 type DataLayer interface {
 	// DataFile returns the path of content id's data file, or "".
 	DataFile(id object.ID) string
+	// Clone clones f to a new file and returns its path.
+	Clone(f *os.File) (string, error)
 }
 
 // Upper is an overlayfs upperdir to capture.
@@ -184,8 +191,12 @@ func (cw *capturer) entry(abs, path, lowerPath string, lower *store.Entry) error
 			return cw.whiteout(path, lower)
 		}
 	case unix.S_IFREG:
-		if st.Size == 0 && hasXattr(abs, xattrWhiteout) {
-			return cw.whiteout(path, lower)
+		if st.Size == 0 {
+			if w, err := hasXattr(abs, xattrWhiteout); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			} else if w {
+				return cw.whiteout(path, lower)
+			}
 		}
 		return cw.file(abs, path, lowerPath, e, lower)
 	case unix.S_IFLNK:
@@ -210,7 +221,9 @@ func (cw *capturer) whiteout(path string, lower *store.Entry) error {
 
 func (cw *capturer) file(abs, path, lowerPath string, e store.Entry, lower *store.Entry) error {
 	e.Type = store.TypeFile
-	if hasXattr(abs, xattrMetacopy) {
+	if meta, err := hasXattr(abs, xattrMetacopy); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	} else if meta {
 		return cw.metacopy(abs, path, lowerPath, e, lower)
 	}
 	f, err := os.Open(abs)
@@ -222,14 +235,65 @@ func (cw *capturer) file(abs, path, lowerPath string, e store.Entry, lower *stor
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return err
 	}
-	content, err := cw.fileContent(f, st.Size, lowerPath, &e, lower)
+	var content extents.File
+	if cw.data != nil && cw.cap.Content != nil && lower != nil && lower.Type == store.TypeFile && st.Size >= DataFileMin {
+		content, err = cw.cloned(f, st.Size, lowerPath, &e, lower)
+	} else {
+		content, err = cw.fileContent(f, st.Size, lowerPath, &e, lower)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if content.Size >= BigFileMin && (lower == nil || lower.ID != content.ID) {
-		cw.cap.Big = append(cw.cap.Big, BigFile{Abs: abs, ID: content.ID, Size: content.Size, Ctime: st.Ctim})
-	}
 	return cw.captured(path, e, lower, content)
+}
+
+// cloned stores the content of a big upper file f, size bytes, that
+// replaced lower, and makes a data file of it: a clone whose bytes are
+// exactly the content stored, or none. If f was copied up by cloning
+// lower's data file, the clone's block map shows what changed, and the
+// changed ranges are read from the clone itself. Otherwise capture reads
+// f, whose pages are cached, and keeps the clone only if f still shares
+// every block with it afterwards: nothing wrote f since the clone, so
+// what capture read is the clone's bytes.
+func (cw *capturer) cloned(f *os.File, size int64, lowerPath string, e, lower *store.Entry) (extents.File, error) {
+	tmp, err := cw.data.Clone(f)
+	if err != nil {
+		return cw.fileContent(f, size, lowerPath, e, lower) // no data file: copy-ups read FUSE
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			os.Remove(tmp)
+		}
+	}()
+	c, err := os.Open(tmp)
+	if err != nil {
+		return extents.File{}, err
+	}
+	defer c.Close()
+	var content extents.File
+	old := extents.File{ID: lower.ID, Size: lower.Size}
+	ranges, err := []extents.Range(nil), errNoExtents
+	if data := cw.data.DataFile(lower.ID); data != "" && lower.Size >= extents.SmallFileMax {
+		ranges, err = compareExtents(c, size, data, old.Size, min(size/8, patchLimit), false)
+	}
+	if err == nil {
+		if content, err = cw.applyRanges(c, size, old, ranges); err != nil {
+			return extents.File{}, err
+		}
+	} else {
+		if content, err = cw.fileContent(f, size, lowerPath, e, lower); err != nil {
+			return extents.File{}, err
+		}
+		if same, err := sameBlocks(f, c, size); err != nil || !same {
+			return content, nil
+		}
+	}
+	if content.ID != lower.ID || content.Size != lower.Size {
+		keep = true
+		cw.cap.Clones = append(cw.cap.Clones, Clone{Tmp: tmp, ID: content.ID})
+	}
+	return content, nil
 }
 
 // fileContent stores the content of upper file f, size bytes, whose lower
@@ -259,8 +323,13 @@ func (cw *capturer) fileContent(f *os.File, size int64, lowerPath string, e, low
 // a chmod, a rename, a hard link): its content is its lower version's, at
 // its own lower path or, renamed or linked, where its redirect says.
 func (cw *capturer) metacopy(abs, path, lowerPath string, e store.Entry, lower *store.Entry) error {
+	cw.cap.Metacopy = append(cw.cap.Metacopy, path)
 	from := lowerPath
-	if redirect := getXattr(abs, xattrRedirect); redirect != "" {
+	redirect, err := getXattr(abs, xattrRedirect)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if redirect != "" {
 		from = strings.TrimPrefix(redirect, "/")
 		if !strings.HasPrefix(redirect, "/") {
 			from = joinPath(parentPath(lowerPath), redirect)
@@ -268,9 +337,13 @@ func (cw *capturer) metacopy(abs, path, lowerPath string, e store.Entry, lower *
 	}
 	src := lower
 	if from != lowerPath {
-		src = nil
-		if se, err := cw.s.Lookup(cw.root, from); err == nil {
-			src = &se
+		se, err := cw.s.Lookup(cw.root, from)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("%s: metadata copied up from %s: %w", path, from, err)
+		}
+		src = &se
+		if err != nil {
+			src = nil
 		}
 	}
 	if src == nil || src.Type != store.TypeFile {
@@ -304,23 +377,22 @@ const patchLimit = 4 << 20
 func (cw *capturer) patch(f *os.File, size int64, lowerPath string, lower *store.Entry) (extents.File, bool, error) {
 	old := extents.File{ID: lower.ID, Size: lower.Size}
 	limit := min(size/8, patchLimit)
-	lowerAbs := ""
-	if cw.lowerDir != "" {
-		lowerAbs = filepath.Join(cw.lowerDir, filepath.FromSlash(lowerPath))
-	}
 	ranges, err := []extents.Range(nil), errNotResident
 	if data := cw.dataFile(lower.ID); data != "" {
-		// Copied up by cloning data: compare block maps, and look for a
-		// splice in the data file rather than through FUSE.
-		lowerAbs = data
-		ranges, err = compareExtents(f, size, data, old.Size, limit)
+		// Maybe copied up by cloning data: compare block maps.
+		ranges, err = compareExtents(f, size, data, old.Size, limit, true)
+		if err == nil {
+			g, err := cw.applyRanges(f, size, old, ranges)
+			return g, err == nil, err
+		}
 	}
-	if lowerAbs != "" && size != old.Size && err != nil {
+	lowerAbs := filepath.Join(cw.lowerDir, filepath.FromSlash(lowerPath))
+	if cw.lowerDir != "" && size != old.Size {
 		if g, ok, err := cw.splice(f, size, lowerAbs, old); ok || err != nil {
 			return g, ok, err
 		}
 	}
-	if lowerAbs != "" && err != nil && !errors.Is(err, extents.ErrTooDifferent) {
+	if cw.lowerDir != "" {
 		ranges, err = compareLower(f, size, lowerAbs, old.Size, limit)
 	}
 	if err != nil && !errors.Is(err, extents.ErrTooDifferent) {
@@ -338,6 +410,19 @@ func (cw *capturer) patch(f *os.File, size int64, lowerPath string, lower *store
 	}
 	g, err := extents.Patch(cw.content, old, f, size, ranges)
 	return g, err == nil, err
+}
+
+// applyRanges stores the version of old, size bytes read from src, that
+// differs from it only within ranges, found by block maps: only the
+// ranges are read.
+func (cw *capturer) applyRanges(src io.ReaderAt, size int64, old extents.File, ranges []extents.Range) (extents.File, error) {
+	for _, r := range ranges {
+		cw.cap.BytesHashed += r.Len
+	}
+	if len(ranges) == 0 && size == old.Size {
+		return old, nil
+	}
+	return extents.Patch(cw.content, old, src, size, ranges)
 }
 
 func (cw *capturer) dataFile(id object.ID) string {
@@ -397,10 +482,18 @@ func (cw *capturer) symlink(abs, path string, e store.Entry, lower *store.Entry)
 
 func (cw *capturer) directory(abs, path, lowerPath string, e store.Entry, lower *store.Entry) error {
 	e.Type = store.TypeDir
-	if redirect := getXattr(abs, xattrRedirect); redirect != "" {
+	redirect, err := getXattr(abs, xattrRedirect)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if redirect != "" {
 		return cw.redirected(abs, path, lowerPath, e, redirect)
 	}
-	opaque := getXattr(abs, xattrOpaque) == "y"
+	opaqueX, err := getXattr(abs, xattrOpaque)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	opaque := opaqueX == "y"
 	if lower == nil || lower.Type != store.TypeDir || opaque {
 		cw.add(Change{Path: path, Entry: &e, Opaque: lower != nil})
 		return cw.dir(abs, path, "", object.Zero)
@@ -436,18 +529,29 @@ func parentPath(p string) string {
 	return ""
 }
 
-func getXattr(path, name string) string {
+// getXattr returns a file's extended attribute, "" if it has none.
+func getXattr(path, name string) (string, error) {
 	buf := make([]byte, 4096)
 	n, err := unix.Lgetxattr(path, name, buf)
-	if err != nil {
-		return ""
+	if errors.Is(err, unix.ENODATA) {
+		return "", nil
 	}
-	return string(buf[:n])
+	if err != nil {
+		return "", fmt.Errorf("read %s of %s: %w", name, path, err)
+	}
+	return string(buf[:n]), nil
 }
 
-func hasXattr(path, name string) bool {
+// hasXattr reports whether a file has an extended attribute.
+func hasXattr(path, name string) (bool, error) {
 	_, err := unix.Lgetxattr(path, name, nil)
-	return err == nil
+	if errors.Is(err, unix.ENODATA) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s of %s: %w", name, path, err)
+	}
+	return true, nil
 }
 
 // hashOnly is an extents.Store that names objects without keeping them:

@@ -74,6 +74,9 @@ func fileExtents(f *os.File, size int64, sync bool) ([]fiemapExtent, error) {
 		if last.Flags&fiemapExtentLast != 0 {
 			break
 		}
+		if last.Logical+last.Length <= start {
+			return nil, fmt.Errorf("fiemap %s: no progress at %d", f.Name(), start)
+		}
 		start = last.Logical + last.Length
 	}
 	return out, nil
@@ -140,11 +143,12 @@ func extentAt(es []fiemapExtent, i int, off uint64, end *uint64) (fiemapExtent, 
 // errNoExtents: a file's block map cannot be compared.
 var errNoExtents = errors.New("no block map to compare")
 
-// compareExtents returns the ranges of the upper file f (size bytes) that
-// may differ from the data file at path, which holds oldSize bytes, by
-// their block maps (see sharedRanges). It fails with errNoExtents when the
-// data file cannot be read or the filesystem has no FIEMAP.
-func compareExtents(f *os.File, size int64, path string, oldSize, limit int64) ([]extents.Range, error) {
+// compareExtents returns the ranges of file f (size bytes) that may differ
+// from the data file at path, which holds oldSize bytes, by their block
+// maps (see sharedRanges); sync writes f's dirty pages back first, which a
+// file other processes may have written needs. It fails with errNoExtents
+// when the data file cannot be read or the filesystem has no FIEMAP.
+func compareExtents(f *os.File, size int64, path string, oldSize, limit int64, sync bool) ([]extents.Range, error) {
 	df, err := os.Open(path)
 	if err != nil {
 		return nil, errors.Join(errNoExtents, err)
@@ -153,7 +157,7 @@ func compareExtents(f *os.File, size int64, path string, oldSize, limit int64) (
 	if fi, err := df.Stat(); err != nil || fi.Size() != oldSize {
 		return nil, errors.Join(errNoExtents, err)
 	}
-	a, err := fileExtents(f, size, true)
+	a, err := fileExtents(f, size, sync)
 	if err != nil {
 		return nil, errors.Join(errNoExtents, err)
 	}
@@ -162,4 +166,23 @@ func compareExtents(f *os.File, size int64, path string, oldSize, limit int64) (
 		return nil, errors.Join(errNoExtents, err)
 	}
 	return sharedRanges(a, b, size, oldSize, limit)
+}
+
+// sameBlocks reports whether upper file f and its clone c, both size
+// bytes, share every block: then nothing wrote f since c was cloned from
+// it, and the two hold the same bytes.
+func sameBlocks(f, c *os.File, size int64) (bool, error) {
+	a, err := fileExtents(f, size, true)
+	if err != nil {
+		return false, err
+	}
+	b, err := fileExtents(c, size, false) // nobody writes a clone
+	if err != nil {
+		return false, err
+	}
+	ranges, err := sharedRanges(a, b, size, size, 0)
+	if errors.Is(err, extents.ErrTooDifferent) {
+		return false, nil
+	}
+	return err == nil && len(ranges) == 0, err
 }

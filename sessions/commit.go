@@ -50,22 +50,19 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	}
 	c, err := publish.CaptureUpper(w.d.s, w.captured(rules))
 	n := <-running
-	if n > 0 && !req.AllowRunning {
-		return api.CommitResult{}, fmt.Errorf("%w: %d; what they write after the capture would not be kept: wait for them, or commit with allow_running", ErrRunning, n)
-	}
 	if err != nil {
 		return api.CommitResult{}, err
 	}
-	// Data files of the big files captured, for the next Workspaces to
-	// clone (datalayer.go): cloned beside the publish, which a clone's
-	// writeback of the file's dirty pages would otherwise hold up, and
-	// kept if the Commit lands. A command still running could be
-	// writing them.
-	clones := make(chan []clone, 1)
-	if w.d.data != nil && n == 0 && len(c.Big) > 0 {
-		go func() { clones <- w.d.data.clone(c.Big) }()
-	} else {
-		clones <- nil
+	// The data files capture made (datalayer.go) are kept if the Commit
+	// lands, and removed otherwise.
+	landed := false
+	defer func() {
+		if w.d.data != nil && !landed {
+			w.d.data.drop(c.Clones)
+		}
+	}()
+	if n > 0 && !req.AllowRunning {
+		return api.CommitResult{}, fmt.Errorf("%w: %d; what they write after the capture would not be kept: wait for them, or commit with allow_running", ErrRunning, n)
 	}
 	msg := req.Message
 	if msg == "" {
@@ -78,11 +75,10 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	}
 	res, err := publish.Publish(w.d.s, w.rec.Branch, c.Changes, c.Content,
 		publish.Meta{Origin: store.OriginSession + w.rec.ID, Message: msg, Force: req.Force, DeferAudit: true, Landing: moveLease})
-	if cs := <-clones; w.d.data != nil && err == nil && res.Status == publish.Committed {
-		w.d.data.keep(cs)
+	if w.d.data != nil && err == nil && res.Status == publish.Committed {
+		landed = true
+		w.d.data.keep(c.Clones)
 		w.d.data.evict(w.d.oldestView())
-	} else if len(cs) > 0 {
-		w.d.data.drop(cs)
 	}
 	if err != nil {
 		return api.CommitResult{}, err

@@ -81,6 +81,14 @@ func Start(cfg Config) (*Daemon, error) {
 		cfg.Logger = log.New(os.Stderr, "layerfs daemon: ", log.LstdFlags)
 	}
 	abs, err := filepath.Abs(cfg.StateDir)
+	if err == nil {
+		err = os.MkdirAll(abs, 0o700)
+	}
+	if err == nil {
+		// The kernel names mounts and loop devices' files by their real
+		// paths: so must the daemon, to find them again.
+		abs, err = filepath.EvalSymlinks(abs)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,15 +1,15 @@
 package sessions
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -21,21 +21,26 @@ import (
 const dataDirName = ".data"
 
 // dataLayer is a directory of data files, one per content (named by its
-// ID), each a clone of a big file a Workspace committed: the data-only
-// layer of every Workspace's overlay (lowerdir+ the Commit, datadir+ this
-// directory). The Store's FUSE mount answers overlayfs that a file whose
-// content has a data file is a metacopy whose data is there, so the
-// overlay reads it there and copies it up by cloning it.
+// ID), each a clone of a big file a Workspace modified and committed: the
+// data-only layer of every Workspace's overlay (lowerdir+ the Commit,
+// datadir+ this directory). The Store's FUSE mount answers overlayfs that
+// a file whose content has a data file is a metacopy whose data is there,
+// so the overlay reads it there and copies it up by cloning it.
 //
-// A data file is made only by cloning an upper file capture has just read
-// and only kept if the upper file did not change meanwhile, is never
-// written after, and is named by the content it holds. Data files take
-// space on the volume beyond what their Commits' Workspaces needed (less
-// where clones share blocks); past max bytes the least recently announced
-// ones go, when no overlay can still be about to open them (evict).
+// Capture makes a data file (publish.DataLayer): a clone whose bytes are
+// exactly the content it stored, kept under the content's name once the
+// Commit lands and never written after. Data files take space on the
+// volume beyond what their Workspaces needed (less where clones share
+// blocks). Past max bytes the least recently announced ones go, as long
+// as no overlay can still be about to open them (evict); past twice that,
+// no more are kept until some can go.
 type dataLayer struct {
 	dir string
 	max int64
+	log func(format string, args ...any)
+	// clock orders announcements and overlay mounts (tick): a counter, so
+	// that no change of the wall clock can reorder them.
+	clock atomic.Int64
 
 	mu    sync.Mutex
 	files map[object.ID]*dataFile
@@ -44,18 +49,18 @@ type dataLayer struct {
 
 type dataFile struct {
 	size int64
-	// announced is when the FUSE mount last told an overlay to read the
-	// file here.
-	announced time.Time
+	// announced is the tick at which the FUSE mount last told an overlay
+	// to read the file here, or at which it was kept.
+	announced int64
 }
 
 // openDataLayer opens the data layer at dir, making it if need be, and
 // drops the clones an interrupted commit left.
-func openDataLayer(dir string, max int64) (*dataLayer, error) {
+func openDataLayer(dir string, max int64, log func(string, ...any)) (*dataLayer, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
 		return nil, err
 	}
-	l := &dataLayer{dir: dir, max: max, files: map[object.ID]*dataFile{}}
+	l := &dataLayer{dir: dir, max: max, log: log, files: map[object.ID]*dataFile{}}
 	if left, err := os.ReadDir(filepath.Join(dir, "tmp")); err == nil {
 		for _, e := range left {
 			os.Remove(filepath.Join(dir, "tmp", e.Name()))
@@ -65,7 +70,7 @@ func openDataLayer(dir string, max int64) (*dataLayer, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now() // a restarted daemon's overlays may have any of them looked up
+	now := l.tick() // no overlay older than this start may open one: none is counted
 	for _, e := range entries {
 		id, err := object.Parse(e.Name())
 		if err != nil {
@@ -93,6 +98,9 @@ func (l *dataLayer) DataFile(id object.ID) string {
 	return l.path(id)
 }
 
+// tick returns the next tick of the layer's clock.
+func (l *dataLayer) tick() int64 { return l.clock.Add(1) }
+
 // redirect is the FUSE mount's fusefs.Options.DataRedirect: the path of
 // id's data file in the data-only layer, or "".
 func (l *dataLayer) redirect(id object.ID) string {
@@ -102,102 +110,70 @@ func (l *dataLayer) redirect(id object.ID) string {
 	if f == nil {
 		return ""
 	}
-	f.announced = time.Now()
+	f.announced = l.tick()
 	return "/" + id.String()
 }
 
-// A clone is a data file in the making: a clone of a captured big file,
-// kept (renamed to its content's name) once its Commit has landed.
-type clone struct {
-	tmp  string
-	id   object.ID
-	size int64
-}
-
-// clone clones the captured big files into the data layer's tmp
-// directory. A file whose ctime moved since capture read it (it was
-// written since) is skipped: its bytes may not be the captured content.
-func (l *dataLayer) clone(big []publish.BigFile) []clone {
-	var out []clone
-	for _, b := range big {
-		if l.DataFile(b.ID) != "" {
-			continue
-		}
-		c, err := l.cloneOne(b)
-		if err != nil {
-			continue // no data file: its copy-ups read the FUSE mount
-		}
-		out = append(out, c)
-	}
-	return out
-}
-
-func (l *dataLayer) cloneOne(b publish.BigFile) (clone, error) {
-	src, err := os.Open(b.Abs)
-	if err != nil {
-		return clone{}, err
-	}
-	defer src.Close()
+// Clone implements publish.DataLayer: it clones f into the layer's tmp
+// directory.
+func (l *dataLayer) Clone(f *os.File) (string, error) {
 	var name [8]byte
 	rand.Read(name[:])
 	tmp := filepath.Join(l.dir, "tmp", hex.EncodeToString(name[:]))
 	dst, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o400)
 	if err != nil {
-		return clone{}, err
+		return "", err
 	}
-	err = unix.IoctlFileClone(int(dst.Fd()), int(src.Fd()))
+	err = unix.IoctlFileClone(int(dst.Fd()), int(f.Fd()))
 	dst.Close()
-	var st unix.Stat_t
-	if err == nil {
-		err = unix.Fstat(int(src.Fd()), &st)
-	}
-	if err == nil && (st.Ctim != b.Ctime || st.Size != b.Size) {
-		err = errors.New("written since capture")
-	}
 	if err != nil {
 		os.Remove(tmp)
-		return clone{}, fmt.Errorf("clone %s: %w", b.Abs, err)
+		l.log("clone %s for a data file: %v", f.Name(), err)
+		return "", err
 	}
-	return clone{tmp: tmp, id: b.ID, size: b.Size}, nil
+	return tmp, nil
 }
 
-// keep makes the clones data files.
-func (l *dataLayer) keep(cs []clone) {
+// keep makes the clones data files of the content they hold, unless the
+// layer holds more than twice its budget that evict could not drop.
+func (l *dataLayer) keep(cs []publish.Clone) {
 	for _, c := range cs {
+		fi, err := os.Stat(c.Tmp)
 		l.mu.Lock()
-		if l.files[c.id] != nil {
+		if err != nil || l.files[c.ID] != nil || l.bytes+fi.Size() > 2*l.max {
 			l.mu.Unlock()
-			os.Remove(c.tmp)
+			os.Remove(c.Tmp)
 			continue
 		}
-		err := os.Rename(c.tmp, l.path(c.id))
+		err = os.Rename(c.Tmp, l.path(c.ID))
 		if err == nil {
-			l.files[c.id] = &dataFile{size: c.size}
-			l.bytes += c.size
+			l.files[c.ID] = &dataFile{size: fi.Size(), announced: l.tick()}
+			l.bytes += fi.Size()
 		}
 		l.mu.Unlock()
 		if err != nil {
-			os.Remove(c.tmp)
+			os.Remove(c.Tmp)
 		}
 	}
 }
 
 // drop removes clones of a Commit that did not land.
-func (l *dataLayer) drop(cs []clone) {
+func (l *dataLayer) drop(cs []publish.Clone) {
 	for _, c := range cs {
-		os.Remove(c.tmp)
+		os.Remove(c.Tmp)
 	}
 }
 
 // evict removes data files, least recently announced first, while they
-// take more than max bytes. Only files last announced before oldest, when
-// the oldest overlay still mounted was mounted, may go: overlayfs opens a
-// data file by path at the first open after the lookup the FUSE mount
-// answered, and an overlay mounted later than that answer never had it.
-func (l *dataLayer) evict(oldest time.Time) {
+// take more than max bytes. Only files last announced before oldest, the
+// tick at which the oldest overlay still mounted was mounted, may go:
+// overlayfs opens a data file by its path at the first open after the
+// lookup the FUSE mount answered, and an overlay mounted later than that
+// answer never had it.
+func (l *dataLayer) evict(oldest int64) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.bytes <= l.max {
+		l.mu.Unlock()
 		return
 	}
 	type cand struct {
@@ -206,18 +182,34 @@ func (l *dataLayer) evict(oldest time.Time) {
 	}
 	var cs []cand
 	for id, f := range l.files {
-		if f.announced.Before(oldest) {
+		if f.announced < oldest {
 			cs = append(cs, cand{id, f})
 		}
 	}
-	slices.SortFunc(cs, func(a, b cand) int { return a.f.announced.Compare(b.f.announced) })
+	slices.SortFunc(cs, func(a, b cand) int { return cmp.Compare(a.f.announced, b.f.announced) })
+	var gone []cand
+	bytes := l.bytes
 	for _, c := range cs {
-		if l.bytes <= l.max {
+		if bytes <= l.max {
 			break
 		}
-		delete(l.files, c.id)
-		l.bytes -= c.f.size
-		os.Remove(l.path(c.id))
+		delete(l.files, c.id) // no longer announced, so no longer looked up
+		bytes -= c.f.size
+		gone = append(gone, c)
+	}
+	l.mu.Unlock()
+	// Unlinking a big file frees its extents: not under the lock every
+	// lookup of a big file takes.
+	for _, c := range gone {
+		err := os.Remove(l.path(c.id))
+		l.mu.Lock()
+		if err == nil || errors.Is(err, os.ErrNotExist) {
+			l.bytes -= c.f.size
+		} else {
+			l.files[c.id] = c.f // still there: still usable
+			l.log("evict data file %s: %v", c.id.Short(), err)
+		}
+		l.mu.Unlock()
 	}
 }
 
@@ -228,6 +220,14 @@ func (l *dataLayer) stats() (int, int64) {
 	return len(l.files), l.bytes
 }
 
+// tick is the data layer's next tick, or 0 when there is none.
+func (d *Daemon) tick() int64 {
+	if d.data == nil {
+		return 0
+	}
+	return d.data.tick()
+}
+
 // dataDir is the data layer's directory, or "" when there is none.
 func (d *Daemon) dataDir() string {
 	if d.data == nil {
@@ -236,16 +236,17 @@ func (d *Daemon) dataDir() string {
 	return d.data.dir
 }
 
-// oldestView returns when the oldest overlay a command may be using was
-// mounted: the data files announced before it are in no live overlay's
-// lookups. (A view a commit replaced while a command kept running in it,
-// allow_running, is not counted.)
-func (d *Daemon) oldestView() time.Time {
-	oldest := time.Now()
+// oldestView returns the tick at which the oldest overlay a command may be
+// using was mounted: the data files announced before it are in no live
+// overlay's lookups. Not counted: a view replaced while commands kept
+// running in it (commit with allow_running, discard), whose later opens
+// of big files they had not opened may fail once their data files go.
+func (d *Daemon) oldestView() int64 {
+	oldest := d.data.tick()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, w := range d.ws {
-		if t := time.Unix(0, w.shown.Load()); t.Before(oldest) {
+		if t := w.shown.Load(); t < oldest {
 			oldest = t
 		}
 	}

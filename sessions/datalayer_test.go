@@ -4,43 +4,56 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/layerfs/layerfs/object"
+	"github.com/layerfs/layerfs/publish"
 )
 
 // TestDataLayerEvict: past its byte budget the data layer drops the least
-// recently announced data files, but never one announced since the oldest
-// live overlay was mounted; a reopened layer finds the files kept.
+// recently announced data files, never one announced since the oldest
+// live overlay was mounted, and keeps no more than twice its budget; a
+// reopened layer finds the files kept.
 func TestDataLayerEvict(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), ".data")
-	l, err := openDataLayer(dir, 250)
+	l, err := openDataLayer(dir, 240, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := make([]object.ID, 4)
-	for i := range ids {
-		ids[i] = object.Sum(object.KindChunk, []byte{byte(i)})
+	clone := func(i int) publish.Clone {
 		tmp := filepath.Join(dir, "tmp", "t"+string(rune('a'+i)))
 		if err := os.WriteFile(tmp, make([]byte, 100), 0o400); err != nil {
 			t.Fatal(err)
 		}
-		l.keep([]clone{{tmp: tmp, id: ids[i], size: 100}})
+		return publish.Clone{Tmp: tmp, ID: object.Sum(object.KindChunk, []byte{byte(i)})}
 	}
+	ids := make([]object.ID, 6)
+	for i := range 5 {
+		c := clone(i)
+		ids[i] = c.ID
+		l.keep([]publish.Clone{c})
+	}
+	// Five of 100 bytes would be 500, over twice the budget (480): the
+	// fifth was not kept, and its clone is gone.
 	if n, bytes := l.stats(); n != 4 || bytes != 400 {
 		t.Fatalf("kept %d files, %d bytes; want 4, 400", n, bytes)
+	}
+	if l.DataFile(ids[4]) != "" {
+		t.Error("kept a file past twice the budget")
+	}
+	if left, _ := os.ReadDir(filepath.Join(dir, "tmp")); len(left) != 0 {
+		t.Errorf("clones left in tmp: %v", left)
 	}
 	if got := l.redirect(ids[0]); got != "/"+ids[0].String() {
 		t.Fatalf("redirect = %q", got)
 	}
-	announced := time.Now()
-	time.Sleep(time.Millisecond)
+	mounted := l.tick() // an overlay mounted now
 	l.redirect(ids[2])
 	l.redirect(ids[3])
-	// An overlay mounted before ids[2] and ids[3] were announced may have
-	// them looked up: only ids[0] (announced before it) and ids[1] (never
-	// announced) may go, and going over budget does not change that.
-	l.evict(announced)
+	// The overlay mounted before ids[2] and ids[3] were announced may
+	// have them looked up: only ids[1] (kept before it, never announced
+	// since) and ids[0] (announced before it) may go, and both must to be
+	// within budget.
+	l.evict(mounted)
 	for i, want := range []bool{false, false, true, true} {
 		if got := l.DataFile(ids[i]) != ""; got != want {
 			t.Errorf("after evict, file %d kept = %v, want %v", i, got, want)
@@ -49,21 +62,22 @@ func TestDataLayerEvict(t *testing.T) {
 			t.Errorf("after evict, file %d on disk: %v, want %v", i, err, want)
 		}
 	}
-	// With a smaller budget, once no overlay is older than the
-	// announcements, the older of the two goes.
+	if _, bytes := l.stats(); bytes != 200 {
+		t.Errorf("%d bytes after evict; want 200", bytes)
+	}
+	// The overlay is gone; with a smaller budget, the less recently
+	// announced of the two goes.
 	l.max = 150
-	l.evict(time.Now())
+	l.evict(l.tick())
 	if l.DataFile(ids[2]) != "" || l.DataFile(ids[3]) == "" {
 		t.Error("evict did not drop the least recently announced file first")
 	}
-	if _, bytes := l.stats(); bytes != 100 {
-		t.Errorf("%d bytes after evict, budget 150", bytes)
-	}
-	// Unknown content has no data file; a reopened layer finds ids[3].
+	// Content without a data file has no redirect; a reopened layer finds
+	// the files kept.
 	if l.redirect(object.Sum(object.KindChunk, []byte("other"))) != "" {
 		t.Error("a redirect for content without a data file")
 	}
-	l2, err := openDataLayer(dir, 250)
+	l2, err := openDataLayer(dir, 150, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,11 @@ type metrics struct {
 func (d *Daemon) WriteMetrics(w io.Writer) {
 	h := d.Health()
 	m := &d.metrics
+	var dataFiles, dataBytes int64
+	if d.data != nil {
+		n, b := d.data.stats()
+		dataFiles, dataBytes = int64(n), b
+	}
 	for _, c := range []struct {
 		name, help, kind string
 		v                int64
@@ -28,6 +33,8 @@ func (d *Daemon) WriteMetrics(w io.Writer) {
 		{"layerfs_commits_up_to_date_total", "Workspace commits with nothing to land", "counter", m.upToDate.Load()},
 		{"layerfs_commits_conflict_total", "Workspace commits refused as conflicts", "counter", m.conflicts.Load()},
 		{"layerfs_discards_total", "uncommitted changes discarded", "counter", m.discards.Load()},
+		{"layerfs_data_files", "big files kept for Workspaces to clone (0: no volume that clones)", "gauge", dataFiles},
+		{"layerfs_data_bytes", "their size, before sharing blocks", "gauge", dataBytes},
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", c.name, c.help, c.name, c.kind, c.name, c.v)
 	}

@@ -16,24 +16,23 @@ import (
 
 // overlayOptions are the options of a Workspace's overlay (see
 // overlayDetached), one "key=value" or flag each. With a data layer
-// (data not empty), it is the overlay's data-only layer, and metacopy,
-// which data-only layers need, is on.
+// (data not empty), it is the overlay's data-only layer.
 func overlayOptions(lower, data, upper, work string) []string {
-	if data == "" {
-		return []string{"lowerdir=" + lower, "upperdir=" + upper, "workdir=" + work,
-			"redirect_dir=on", "metacopy=off", "index=off", "xino=off", "volatile"}
+	layers := []string{"lowerdir=" + lower}
+	if data != "" {
+		layers = []string{"lowerdir+=" + lower, "datadir+=" + data}
 	}
-	return []string{"lowerdir+=" + lower, "datadir+=" + data, "upperdir=" + upper, "workdir=" + work,
-		"redirect_dir=on", "metacopy=on", "index=off", "xino=off", "volatile"}
+	return append(layers, "upperdir="+upper, "workdir="+work,
+		"redirect_dir=on", "metacopy=on", "index=off", "xino=off", "volatile")
 }
 
 // overlayDetached mounts lower (read-only) under upper as a detached
 // mount (fsopen, fsconfig, fsmount): it is seen nowhere until moved
 // somewhere (move_mount), and goes away when the returned descriptor is
 // closed without that. redirect_dir lets renames of lower directories
-// work and be captured. Without a data layer (data empty) metacopy stays
-// off, so a copy-up copies content; with one, a chmod or a rename copies
-// up metadata only, and capture takes the content from the lower layer.
+// work and be captured. metacopy lets a chmod, a rename or a hard link
+// copy up metadata only (capture takes the content from the lower layer,
+// and a rebase copies the data up first); a data-only layer needs it.
 // index and xino stay off because the lower layer is FUSE.
 //
 // volatile stops overlayfs from syncing the upper filesystem: otherwise

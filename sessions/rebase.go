@@ -17,6 +17,17 @@ import (
 // copied up without a change dropped, so head's newer versions show
 // through. It returns the files that now hold markers. Callers hold w.mu.
 func (w *workspace) rebase(res *publish.Result, c *publish.Capture) ([]string, error) {
+	// A file copied up metadata only (a chmod, a rename) takes its data
+	// from the lower layer, which the rebase replaces: copy its data up
+	// now, through the view that still shows the old one. Opening it for
+	// writing does that, and changes nothing else.
+	for _, p := range c.Metacopy {
+		f, err := os.OpenFile(filepath.Join(w.hostPath(), filepath.FromSlash(p)), os.O_WRONLY, 0)
+		if err != nil {
+			return nil, fmt.Errorf("copy up %s before the rebase: %w", p, err)
+		}
+		f.Close()
+	}
 	if err := unmount(w.hostPath()); err != nil {
 		return nil, err
 	}

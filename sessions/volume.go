@@ -91,28 +91,70 @@ func (d *Daemon) setupVolume() error {
 		d.log.Printf("Workspaces on %s from a run without a volume: staying there; big files are copied up whole", ws)
 		return nil
 	default:
-		err := d.mountImage(img, ws)
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, errNoImage) {
+		if err := d.makeImage(img); err != nil {
 			d.log.Printf("Workspaces on the state directory's filesystem, which cannot clone files: big files are copied up whole (%v)", err)
 			return nil
 		}
-		if err != nil {
-			return err
+		if err := d.mountImage(img, ws); err != nil {
+			os.Remove(img) // never used
+			d.log.Printf("Workspaces on the state directory's filesystem, which cannot clone files: big files are copied up whole (%v)", err)
+			return nil
 		}
 		d.volume = ws
 	}
-	if err := canClone(ws); errors.Is(err, errNoClone) {
-		d.log.Printf("Workspaces on %s, which cannot clone files: big files are copied up whole", ws)
-		return nil
-	} else if err != nil {
-		return err
+	if d.volume != "" {
+		// The image's root is mkfs's 0755: keep others out of the upperdirs.
+		if err := os.Chmod(ws, 0o700); err != nil {
+			return err
+		}
 	}
-	data, err := openDataLayer(filepath.Join(ws, dataDirName), d.volumeSize()/4)
+	if why := d.noDataLayer(ws); why != "" {
+		d.log.Printf("no data layer on %s: %s; big files are copied up whole", ws, why)
+		return nil
+	}
+	data, err := openDataLayer(filepath.Join(ws, dataDirName), d.volumeSize()/4, d.log.Printf)
 	if err != nil {
 		return err
 	}
 	d.data = data
 	return nil
+}
+
+// noDataLayer says why Workspaces on ws can have no data layer, or "" if
+// they can: its filesystem must clone files and be one whose block maps
+// capture trusts (XFS, btrfs: FIEMAP with FIEMAP_FLAG_SYNC shows a
+// rewritten block at its new address), and overlayfs must take data-only
+// layers (Linux 6.7 or later).
+func (d *Daemon) noDataLayer(ws string) string {
+	if err := canClone(ws); err != nil {
+		return err.Error()
+	}
+	switch fs, err := fsType(ws); {
+	case err != nil:
+		return err.Error()
+	case fs != unix.XFS_SUPER_MAGIC && fs != unix.BTRFS_SUPER_MAGIC:
+		return fmt.Sprintf("filesystem type %#x: only XFS and btrfs block maps are trusted", fs)
+	}
+	if err := probeDataLayers(ws); err != nil {
+		return fmt.Sprintf("overlayfs takes no data-only layers here (needs Linux 6.7): %v", err)
+	}
+	return ""
+}
+
+// probeDataLayers asks overlayfs to take dir as a lower and a data-only
+// layer, mounting nothing.
+func probeDataLayers(dir string) error {
+	fs, err := unix.Fsopen("overlay", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fs)
+	for _, o := range []string{"lowerdir+", "datadir+"} {
+		if err := unix.FsconfigSetString(fs, o, dir); err != nil {
+			return fmt.Errorf("%s: %w", o, err)
+		}
+	}
+	return unix.FsconfigSetString(fs, "metacopy", "on")
 }
 
 // hasWorkspaces reports whether dir holds any Workspace's directory.
@@ -146,14 +188,8 @@ func (d *Daemon) volumeSize() int64 {
 	return min(DefaultVolumeSize, int64(st.Bavail)*st.Bsize/4)
 }
 
-// mountImage mounts the XFS image img at dir, making it first if there is
-// none.
+// mountImage mounts the XFS image img at dir.
 func (d *Daemon) mountImage(img, dir string) error {
-	if _, err := os.Stat(img); errors.Is(err, os.ErrNotExist) {
-		if err := d.makeImage(img); err != nil {
-			return err
-		}
-	}
 	// A detached mount of the image may still be going away (a daemon
 	// closed, its last overlays still in use): then its loop device is
 	// still attached, and mounting that device again shares the live
@@ -161,14 +197,15 @@ func (d *Daemon) mountImage(img, dir string) error {
 	// device being detached fails the mount: wait for it to go.
 	dev := loopOf(img)
 	if dev != "" {
-		if err := unix.Mount(dev, dir, "xfs", unix.MS_NOSUID|unix.MS_NODEV, ""); err == nil {
+		err := unix.Mount(dev, dir, "xfs", unix.MS_NOSUID|unix.MS_NODEV, "")
+		if err == nil {
 			return nil
 		}
 		for i := 0; i < 100 && loopOf(img) == dev; i++ {
 			time.Sleep(20 * time.Millisecond)
 		}
 		if dev = loopOf(img); dev != "" {
-			return fmt.Errorf("volume %s: still attached to %s, which cannot be mounted", img, dev)
+			return fmt.Errorf("volume %s: still attached to %s, which cannot be mounted: %w", img, dev, err)
 		}
 	}
 	f, err := os.OpenFile(img, os.O_RDWR, 0)
@@ -266,12 +303,24 @@ func attachLoop(f *os.File) (*os.File, error) {
 	}
 }
 
-// loopOf returns the loop device attached to file img, or "".
+// loopOf returns the loop device attached to file img, or "": the one
+// whose backing file is img's inode, whatever path it was attached by.
 func loopOf(img string) string {
-	devs, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
-	for _, p := range devs {
-		if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == img {
-			return "/dev/" + filepath.Base(filepath.Dir(filepath.Dir(p)))
+	var st unix.Stat_t
+	if err := unix.Stat(img, &st); err != nil {
+		return ""
+	}
+	attached, _ := filepath.Glob("/sys/block/loop*/loop")
+	for _, p := range attached {
+		dev := "/dev/" + filepath.Base(filepath.Dir(p))
+		f, err := os.Open(dev)
+		if err != nil {
+			continue
+		}
+		info, err := unix.IoctlLoopGetStatus64(int(f.Fd()))
+		f.Close()
+		if err == nil && info.Inode == st.Ino && info.Device == st.Dev {
+			return dev
 		}
 	}
 	return ""

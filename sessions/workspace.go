@@ -29,8 +29,8 @@ type workspace struct {
 	mu     sync.RWMutex
 	rec    record
 	holder *holder
-	// shown is when the current overlay was mounted (UnixNano), for the
-	// data layer's eviction.
+	// shown is the data layer's tick (Daemon.tick) at which the current
+	// overlay was mounted, for its eviction.
 	shown atomic.Int64
 }
 
@@ -322,7 +322,7 @@ func (w *workspace) switchOverlay() error {
 // path. The views it replaces, if any, are unmounted in the background
 // (holder.attach, Daemon.retire).
 func (w *workspace) show() error {
-	w.shown.Store(time.Now().UnixNano())
+	shown := w.d.tick()
 	mfd, err := overlayDetached(w.lower(), w.d.dataDir(), w.upper(), w.work())
 	if err != nil {
 		return err
@@ -337,6 +337,7 @@ func (w *workspace) show() error {
 	if err := unix.MoveMount(mfd, "", unix.AT_FDCWD, w.hostPath(), unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 		return fmt.Errorf("attach overlay at %s: %w", w.hostPath(), err)
 	}
+	w.shown.Store(shown)
 	return nil
 }
 

@@ -183,7 +183,7 @@ func (s *spares) make(branch string, head object.ID) (*spare, error) {
 	}
 	err := os.WriteFile(filepath.Join(w.dir(), spareMarker), nil, 0o600)
 	if err == nil {
-		w.shown.Store(time.Now().UnixNano())
+		w.shown.Store(s.d.tick())
 		sp.mfd, err = overlayDetached(w.lower(), s.d.dataDir(), w.upper(), w.work())
 	}
 	if err == nil {
