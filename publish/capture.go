@@ -377,6 +377,9 @@ const patchLimit = 4 << 20
 func (cw *capturer) patch(f *os.File, size int64, lowerPath string, lower *store.Entry) (extents.File, bool, error) {
 	old := extents.File{ID: lower.ID, Size: lower.Size}
 	limit := min(size/8, patchLimit)
+	// Where the lower version's bytes may be in the page cache: its data
+	// file, which a Workspace over a data layer reads, and the FUSE mount.
+	var lowers []string
 	ranges, err := []extents.Range(nil), errNotResident
 	if data := cw.dataFile(lower.ID); data != "" {
 		// Maybe copied up by cloning data: compare block maps.
@@ -385,15 +388,23 @@ func (cw *capturer) patch(f *os.File, size int64, lowerPath string, lower *store
 			g, err := cw.applyRanges(f, size, old, ranges)
 			return g, err == nil, err
 		}
-	}
-	lowerAbs := filepath.Join(cw.lowerDir, filepath.FromSlash(lowerPath))
-	if cw.lowerDir != "" && size != old.Size {
-		if g, ok, err := cw.splice(f, size, lowerAbs, old); ok || err != nil {
-			return g, ok, err
-		}
+		lowers = append(lowers, data)
 	}
 	if cw.lowerDir != "" {
-		ranges, err = compareLower(f, size, lowerAbs, old.Size, limit)
+		lowers = append(lowers, filepath.Join(cw.lowerDir, filepath.FromSlash(lowerPath)))
+	}
+	if size != old.Size {
+		for _, l := range lowers {
+			if g, ok, err := cw.splice(f, size, l, old); ok || err != nil {
+				return g, ok, err
+			}
+		}
+	}
+	err = errNotResident
+	for _, l := range lowers {
+		if ranges, err = compareLower(f, size, l, old.Size, limit); !errors.Is(err, errNotResident) {
+			break
+		}
 	}
 	if err != nil && !errors.Is(err, extents.ErrTooDifferent) {
 		ranges, err = extents.Diff(cw.s, old, f, size, limit)
