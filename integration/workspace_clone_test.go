@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -191,4 +192,35 @@ func TestWorkspaceRebaseCopiesMetacopyUp(t *testing.T) {
 			t.Fatalf("volume %q: committed moved.bin differs from what was renamed", cfg.Volume)
 		}
 	}
+}
+
+// TestWorkspaceVolumeFull: a command that fills the Workspaces' volume
+// gets ENOSPC, like on a full disk; what the Workspaces hold stays, the
+// Workspace can still commit what fit, and the space comes back when the
+// Workspace drops its changes.
+func TestWorkspaceVolumeFull(t *testing.T) {
+	needVolume(t)
+	d := startDaemon(t, map[string]string{"README": "full\n"}, sessions.Config{VolumeSize: 512 << 20})
+	other := d.create(t, "main")
+	d.sh(t, other.ID, "echo kept > other.txt")
+	w := d.create(t, "main")
+	res, err := d.Exec(context.Background(), w.ID, api.ExecRequest{Argv: []string{"sh", "-c",
+		"echo small > small.txt && dd if=/dev/zero of=huge.bin bs=1M count=1024 status=none"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode == 0 || !strings.Contains(res.Stderr, "No space left on device") {
+		t.Fatalf("writing 1 GiB into a 512 MiB volume: exit %d, stderr %q; want ENOSPC", res.ExitCode, res.Stderr)
+	}
+	if got := d.sh(t, other.ID, "cat other.txt"); got != "kept\n" {
+		t.Errorf("the other Workspace reads %q", got)
+	}
+	d.sh(t, w.ID, "rm huge.bin")
+	d.commit(t, w.ID, api.StatusCommitted)
+	if got := d.read(t, "main", "small.txt"); got != "small\n" {
+		t.Errorf("small.txt committed as %q", got)
+	}
+	// Space is back: a 100 MiB file fits again.
+	d.sh(t, w.ID, "dd if=/dev/zero of=again.bin bs=1M count=100 status=none && rm again.bin")
+	d.commit(t, other.ID, api.StatusCommitted)
 }
