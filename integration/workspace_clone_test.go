@@ -52,8 +52,59 @@ func dataFile(t *testing.T, d *testDaemon, ref, path string) string {
 // block maps. Every version reads back exactly, through the Store and
 // through fresh Workspaces, and metadata-only changes (chmod, rename)
 // keep the content.
+//
+// It runs on the daemon's XFS image, and on a state directory that is
+// itself on btrfs, which the daemon uses as it is.
 func TestWorkspaceBigFilesCloned(t *testing.T) {
-	needVolume(t)
+	t.Run("xfs image", func(t *testing.T) {
+		needVolume(t)
+		bigFilesCloned(t, sessions.Config{})
+	})
+	t.Run("btrfs state dir", func(t *testing.T) {
+		state := filepath.Join(t.TempDir(), "state")
+		mountFS(t, "btrfs", state)
+		bigFilesCloned(t, sessions.Config{StateDir: state})
+		if _, err := os.Stat(filepath.Join(state, "ws.img")); err == nil {
+			t.Error("the daemon made an image on a state directory that clones files")
+		}
+	})
+}
+
+// mountFS mounts a fresh filesystem of type fs (mkfs.fs, a 1 GiB image)
+// at dir until the test ends; it skips the test without mkfs.fs, unless
+// LAYERFS_REQUIRE_ROOT=1.
+func mountFS(t *testing.T, fs, dir string) {
+	t.Helper()
+	mkfs, err := exec.LookPath("mkfs." + fs)
+	if err != nil {
+		if os.Getenv("LAYERFS_REQUIRE_ROOT") == "1" {
+			t.Fatalf("LAYERFS_REQUIRE_ROOT=1 but no mkfs.%s: %v", fs, err)
+		}
+		t.Skipf("no mkfs.%s: %v", fs, err)
+	}
+	img := filepath.Join(t.TempDir(), fs+".img")
+	if err := os.WriteFile(img, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(mkfs, "-q", img).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.%s: %v %s", fs, err, out)
+	}
+	os.MkdirAll(dir, 0o755)
+	if out, err := exec.Command("mount", "-o", "loop", img, dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount %s: %v %s", img, err, out)
+	}
+	t.Cleanup(func() { // after the daemon's close, registered later
+		if err := unix.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount the %s: %v", fs, err)
+			unix.Unmount(dir, unix.MNT_DETACH)
+		}
+	})
+}
+
+func bigFilesCloned(t *testing.T, cfg sessions.Config) {
 	const size = 8 << 20
 	model := randomBytes(11, size)
 	src := filepath.Join(t.TempDir(), "src")
@@ -61,7 +112,7 @@ func TestWorkspaceBigFilesCloned(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(src, "big.bin"), model, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemonFrom(t, src, sessions.Config{})
+	d := startDaemonFrom(t, src, cfg)
 	edit := func(off int, s string) {
 		t.Helper()
 		w := d.create(t, "main")
