@@ -75,7 +75,7 @@ func TestWorkspaceBigFilesCloned(t *testing.T) {
 // LAYERFS_REQUIRE_ROOT=1.
 func mountFS(t *testing.T, fs, dir string) {
 	t.Helper()
-	mkfs, err := exec.LookPath("mkfs." + fs)
+	mkfs, err := lookSbin("mkfs." + fs)
 	if err != nil {
 		if os.Getenv("LAYERFS_REQUIRE_ROOT") == "1" {
 			t.Fatalf("LAYERFS_REQUIRE_ROOT=1 but no mkfs.%s: %v", fs, err)
@@ -204,7 +204,7 @@ func bigFilesCloned(t *testing.T, cfg sessions.Config) {
 // installs xfsprogs).
 func needVolume(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("mkfs.xfs"); err != nil {
+	if _, err := lookSbin("mkfs.xfs"); err != nil {
 		if os.Getenv("LAYERFS_REQUIRE_ROOT") == "1" {
 			t.Fatalf("LAYERFS_REQUIRE_ROOT=1 but no mkfs.xfs (xfsprogs): %v", err)
 		}
@@ -274,4 +274,16 @@ func TestWorkspaceVolumeFull(t *testing.T) {
 	// Space is back: a 100 MiB file fits again.
 	d.sh(t, w.ID, "dd if=/dev/zero of=again.bin bs=1M count=100 status=none && rm again.bin")
 	d.commit(t, other.ID, api.StatusCommitted)
+}
+
+// lookSbin finds a command in PATH, else in /usr/sbin or /sbin, which a
+// PATH may lack.
+func lookSbin(name string) (string, error) {
+	p, err := exec.LookPath(name)
+	for _, dir := range []string{"/usr/sbin", "/sbin"} {
+		if err != nil {
+			p, err = exec.LookPath(filepath.Join(dir, name))
+		}
+	}
+	return p, err
 }
