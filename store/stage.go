@@ -33,7 +33,13 @@ type Stage struct {
 // of their writing for after the capture. Objects stay readable through
 // the Stage until written. Objects spilled for a publish that then
 // conflicts stay in the Store, where a retry finds them.
-const stageSpill = packTarget
+//
+// Smaller than a pack: what is left to write when the capture ends — the
+// last spill — is what the publish waits for. Capturing a new 32 MiB file
+// in a Workspace waited 57–67 ms for it with 8 MiB spills, 32–40 ms with
+// 2 MiB ones; the lifecycle was faster in 5 of 6 interleaved pairs
+// (median of the pairs' differences ~6 ms of ~205).
+const stageSpill = 2 << 20
 
 // NewStage starts an empty Stage.
 func (s *Store) NewStage() *Stage {
