@@ -55,7 +55,7 @@ func (n *fileNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint
 	if redirect == nil || (attr != xattrMetacopy && attr != xattrRedirect) {
 		return 0, syscall.ENODATA
 	}
-	to := redirect(n.e.ID)
+	to := redirect(n.e.ID, n.e.Size)
 	if to == "" {
 		return 0, syscall.ENODATA
 	}

@@ -41,10 +41,10 @@ type Options struct {
 	// MountFlags are mount(8)'s suid, dev and exec flags and their no-
 	// forms, passed to the kernel; nosuid and nodev are the default.
 	MountFlags []string
-	// DataRedirect, if set, names a file's data file in an overlayfs
-	// data-only layer (see fileNode.Getxattr); "" for none. Only then does
-	// the mount answer getxattr at all.
-	DataRedirect func(id object.ID) string
+	// DataRedirect, if set, names the data file of content id, size bytes,
+	// in an overlayfs data-only layer (see fileNode.Getxattr); "" for
+	// none. Only then does the mount answer getxattr at all.
+	DataRedirect func(id object.ID, size int64) string
 }
 
 func (o Options) entryTimeout() time.Duration {

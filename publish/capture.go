@@ -119,6 +119,9 @@ func capture(s *store.Store, u Upper, content extents.Store, stage *store.Stage)
 	cw := &capturer{s: s, root: c.Tree, lowerDir: u.Lower, data: u.Data, content: content, ignore: u.Ignore,
 		cap: &Capture{Changes: &Changeset{Base: u.Base}, Content: stage}}
 	if err := cw.dir(u.Dir, "", "", c.Tree); err != nil {
+		for _, c := range cw.cap.Clones {
+			os.Remove(c.Tmp) // their Changes will not be published
+		}
 		return nil, fmt.Errorf("capture %s: %w", u.Dir, err)
 	}
 	cw.cap.Paths = len(cw.cap.Changes.Changes)
@@ -247,14 +250,15 @@ func (cw *capturer) file(abs, path, lowerPath string, e store.Entry, lower *stor
 	return cw.captured(path, e, lower, content)
 }
 
-// cloned stores the content of a big upper file f, size bytes, that
-// replaced lower, and makes a data file of it: a clone whose bytes are
-// exactly the content stored, or none. If f was copied up by cloning
+// cloned stores the content of a big upper file f, about size bytes,
+// that replaced lower, and makes a data file of it: a clone whose bytes
+// are exactly the content stored, or none. If f was copied up by cloning
 // lower's data file, the clone's block map shows what changed, and the
-// changed ranges are read from the clone itself. Otherwise capture reads
-// f, whose pages are cached, and keeps the clone only if f still shares
-// every block with it afterwards: nothing wrote f since the clone, so
-// what capture read is the clone's bytes.
+// changed ranges are read from the clone itself, at the clone's size.
+// Otherwise capture reads f, whose pages are cached, and keeps the clone
+// only if f still shares every block with it afterwards and has its
+// size: nothing wrote f since the clone, so what capture read is the
+// clone's bytes.
 func (cw *capturer) cloned(f *os.File, size int64, lowerPath string, e, lower *store.Entry) (extents.File, error) {
 	tmp, err := cw.data.Clone(f)
 	if err != nil {
@@ -271,25 +275,33 @@ func (cw *capturer) cloned(f *os.File, size int64, lowerPath string, e, lower *s
 		return extents.File{}, err
 	}
 	defer c.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(c.Fd()), &st); err != nil {
+		return extents.File{}, err
+	}
+	cloneSize := st.Size // f may have grown or shrunk since its size was taken
 	var content extents.File
 	old := extents.File{ID: lower.ID, Size: lower.Size}
 	ranges, err := []extents.Range(nil), errNoExtents
 	if data := cw.data.DataFile(lower.ID); data != "" && lower.Size >= extents.SmallFileMax {
-		ranges, err = compareExtents(c, size, data, old.Size, min(size/8, patchLimit), false)
+		ranges, err = compareExtents(c, cloneSize, data, old.Size, min(cloneSize/8, patchLimit), false)
 	}
 	if err == nil {
-		if content, err = cw.applyRanges(c, size, old, ranges); err != nil {
+		if content, err = cw.applyRanges(c, cloneSize, old, ranges); err != nil {
 			return extents.File{}, err
 		}
 	} else {
 		if content, err = cw.fileContent(f, size, lowerPath, e, lower); err != nil {
 			return extents.File{}, err
 		}
-		if same, err := sameBlocks(f, c, size); err != nil || !same {
+		if content.Size != cloneSize || unix.Fstat(int(f.Fd()), &st) != nil || st.Size != cloneSize {
+			return content, nil
+		}
+		if same, err := sameBlocks(f, c, cloneSize); err != nil || !same {
 			return content, nil
 		}
 	}
-	if content.ID != lower.ID || content.Size != lower.Size {
+	if content.Size == cloneSize && (content.ID != lower.ID || content.Size != lower.Size) {
 		keep = true
 		cw.cap.Clones = append(cw.cap.Clones, Clone{Tmp: tmp, ID: content.ID})
 	}
@@ -402,7 +414,7 @@ func (cw *capturer) patch(f *os.File, size int64, lowerPath string, lower *store
 	}
 	err = errNotResident
 	for _, l := range lowers {
-		if ranges, err = compareLower(f, size, l, old.Size, limit); !errors.Is(err, errNotResident) {
+		if ranges, err = compareLower(f, size, l, old.Size, limit); err == nil || errors.Is(err, extents.ErrTooDifferent) {
 			break
 		}
 	}

@@ -20,6 +20,14 @@ import (
 // dataDirName is the data layer's directory in the Workspaces' directory.
 const dataDirName = ".data"
 
+// dataVersion names the rules data files were made under, in the layer's
+// dataVersionFile: 2 since capture clones a file before it reads it (the
+// data files of version 1, cloned after, could hold other bytes).
+const (
+	dataVersion     = "2"
+	dataVersionFile = "version"
+)
+
 // dataLayer is a directory of data files, one per content (named by its
 // ID), each a clone of a big file a Workspace modified and committed: the
 // data-only layer of every Workspace's overlay (lowerdir+ the Commit,
@@ -70,6 +78,21 @@ func openDataLayer(dir string, max int64, log func(string, ...any)) (*dataLayer,
 	if err != nil {
 		return nil, err
 	}
+	// Data files made under other rules are not trusted: dropped.
+	version := filepath.Join(dir, dataVersionFile)
+	if v, _ := os.ReadFile(version); string(v) != dataVersion {
+		for _, e := range entries {
+			if _, err := object.Parse(e.Name()); err == nil {
+				os.Remove(filepath.Join(dir, e.Name()))
+			}
+		}
+		if err := os.WriteFile(version, []byte(dataVersion), 0o600); err != nil {
+			return nil, err
+		}
+		if entries, err = os.ReadDir(dir); err != nil {
+			return nil, err
+		}
+	}
 	now := l.tick() // no overlay older than this start may open one: none is counted
 	for _, e := range entries {
 		id, err := object.Parse(e.Name())
@@ -98,16 +121,24 @@ func (l *dataLayer) DataFile(id object.ID) string {
 	return l.path(id)
 }
 
+// tmpName is a new name in the layer's tmp directory.
+func (l *dataLayer) tmpName() string {
+	var name [8]byte
+	rand.Read(name[:])
+	return filepath.Join(l.dir, "tmp", hex.EncodeToString(name[:]))
+}
+
 // tick returns the next tick of the layer's clock.
 func (l *dataLayer) tick() int64 { return l.clock.Add(1) }
 
 // redirect is the FUSE mount's fusefs.Options.DataRedirect: the path of
-// id's data file in the data-only layer, or "".
-func (l *dataLayer) redirect(id object.ID) string {
+// id's data file in the data-only layer, or "" — also when the data file
+// does not have the content's size, which no data file should lack.
+func (l *dataLayer) redirect(id object.ID, size int64) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	f := l.files[id]
-	if f == nil {
+	if f == nil || f.size != size {
 		return ""
 	}
 	f.announced = l.tick()
@@ -117,9 +148,7 @@ func (l *dataLayer) redirect(id object.ID) string {
 // Clone implements publish.DataLayer: it clones f into the layer's tmp
 // directory.
 func (l *dataLayer) Clone(f *os.File) (string, error) {
-	var name [8]byte
-	rand.Read(name[:])
-	tmp := filepath.Join(l.dir, "tmp", hex.EncodeToString(name[:]))
+	tmp := l.tmpName()
 	dst, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o400)
 	if err != nil {
 		return "", err
@@ -187,29 +216,27 @@ func (l *dataLayer) evict(oldest int64) {
 		}
 	}
 	slices.SortFunc(cs, func(a, b cand) int { return cmp.Compare(a.f.announced, b.f.announced) })
-	var gone []cand
-	bytes := l.bytes
+	// Each victim is renamed into tmp under the lock, so that a keep of
+	// the same content can never find its new file removed, and unlinked
+	// outside it: unlinking a big file frees its extents, and every
+	// lookup of a big file takes the lock.
+	var gone []string
 	for _, c := range cs {
-		if bytes <= l.max {
+		if l.bytes <= l.max {
 			break
 		}
+		aside := l.tmpName()
+		if err := os.Rename(l.path(c.id), aside); err != nil && !errors.Is(err, os.ErrNotExist) {
+			l.log("evict data file %s: %v", c.id.Short(), err)
+			continue // still there: still usable
+		}
 		delete(l.files, c.id) // no longer announced, so no longer looked up
-		bytes -= c.f.size
-		gone = append(gone, c)
+		l.bytes -= c.f.size
+		gone = append(gone, aside)
 	}
 	l.mu.Unlock()
-	// Unlinking a big file frees its extents: not under the lock every
-	// lookup of a big file takes.
-	for _, c := range gone {
-		err := os.Remove(l.path(c.id))
-		l.mu.Lock()
-		if err == nil || errors.Is(err, os.ErrNotExist) {
-			l.bytes -= c.f.size
-		} else {
-			l.files[c.id] = c.f // still there: still usable
-			l.log("evict data file %s: %v", c.id.Short(), err)
-		}
-		l.mu.Unlock()
+	for _, p := range gone {
+		os.Remove(p)
 	}
 }
 

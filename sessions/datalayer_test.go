@@ -43,12 +43,15 @@ func TestDataLayerEvict(t *testing.T) {
 	if left, _ := os.ReadDir(filepath.Join(dir, "tmp")); len(left) != 0 {
 		t.Errorf("clones left in tmp: %v", left)
 	}
-	if got := l.redirect(ids[0]); got != "/"+ids[0].String() {
+	if got := l.redirect(ids[0], 100); got != "/"+ids[0].String() {
 		t.Fatalf("redirect = %q", got)
 	}
+	if got := l.redirect(ids[0], 101); got != "" {
+		t.Fatalf("redirect of content of another size = %q", got)
+	}
 	mounted := l.tick() // an overlay mounted now
-	l.redirect(ids[2])
-	l.redirect(ids[3])
+	l.redirect(ids[2], 100)
+	l.redirect(ids[3], 100)
 	// The overlay mounted before ids[2] and ids[3] were announced may
 	// have them looked up: only ids[1] (kept before it, never announced
 	// since) and ids[0] (announced before it) may go, and both must to be
@@ -74,7 +77,7 @@ func TestDataLayerEvict(t *testing.T) {
 	}
 	// Content without a data file has no redirect; a reopened layer finds
 	// the files kept.
-	if l.redirect(object.Sum(object.KindChunk, []byte("other"))) != "" {
+	if l.redirect(object.Sum(object.KindChunk, []byte("other")), 100) != "" {
 		t.Error("a redirect for content without a data file")
 	}
 	l2, err := openDataLayer(dir, 150, t.Logf)
@@ -83,5 +86,20 @@ func TestDataLayerEvict(t *testing.T) {
 	}
 	if n, _ := l2.stats(); n != 1 || l2.DataFile(ids[3]) == "" {
 		t.Errorf("reopened: %d files", n)
+	}
+	// Data files of a layer made under other rules (no version, or
+	// another) are not trusted.
+	if err := os.WriteFile(filepath.Join(dir, dataVersionFile), []byte("1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l3, err := openDataLayer(dir, 150, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := l3.stats(); n != 0 {
+		t.Errorf("a layer of version 1 kept %d files", n)
+	}
+	if _, err := os.Stat(l3.path(ids[3])); err == nil {
+		t.Error("a version 1 data file is still on disk")
 	}
 }

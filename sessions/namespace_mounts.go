@@ -67,10 +67,14 @@ func layerfsMounts(mounts []mountinfo.Mount) []string {
 
 const fsTypeLayerFS = "fuse.layerfs"
 
-// overlayOver reports whether an overlay's lowerdir option names a layer
-// for which in is true.
+// overlayOver reports whether an overlay's lower layers include one for
+// which in is true: named by lowerdir (colon-separated), or one each by
+// lowerdir+, as the kernel shows an overlay mounted with data-only layers.
 func overlayOver(opts []string, in func(string) bool) bool {
 	for _, o := range opts {
+		if l, ok := strings.CutPrefix(o, "lowerdir+="); ok && in(mountinfo.Unescape(l)) {
+			return true
+		}
 		lower, ok := strings.CutPrefix(o, "lowerdir=")
 		if !ok {
 			continue

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/layerfs/layerfs/publish"
 )
 
@@ -21,8 +23,10 @@ func (w *workspace) rebase(res *publish.Result, c *publish.Capture) ([]string, e
 	// from the lower layer, which the rebase replaces: copy its data up
 	// now, through the view that still shows the old one. Opening it for
 	// writing does that, and changes nothing else.
+	// (Not following a symlink, not waiting on a FIFO, should a command
+	// still running have put one there since the capture.)
 	for _, p := range c.Metacopy {
-		f, err := os.OpenFile(filepath.Join(w.hostPath(), filepath.FromSlash(p)), os.O_WRONLY, 0)
+		f, err := os.OpenFile(filepath.Join(w.hostPath(), filepath.FromSlash(p)), os.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 		if err != nil {
 			return nil, fmt.Errorf("copy up %s before the rebase: %w", p, err)
 		}

@@ -35,8 +35,8 @@ import (
 // connection's journal_size_limit (walKeep) then trims the file.
 //
 // A large write — a pack of a big file's chunks — comes in a run: a
-// commit of a new 32 MiB file writes four packs back to back while its
-// capture goes on. A checkpoint started after the first of them copies
+// commit of a new 32 MiB file writes sixteen 2 MiB packs back to back
+// while its capture goes on (see stageSpill). A checkpoint started after the first of them copies
 // it while the rest are still being written, and on two cores takes
 // about a third of the CPU the commit is waiting for (~35 ms of its
 // 290). So once a large write has come, the checkpointer waits until
@@ -47,8 +47,9 @@ const (
 	checkpointDelay   = time.Second
 	checkpointQuiet   = 100 * time.Millisecond
 	checkpointMaxOwed = 64 << 20
-	// largeWrite is a write the checkpointer waits to see the end of.
-	largeWrite = writerCacheBytes
+	// largeWrite is a write the checkpointer waits to see the end of:
+	// below a Stage's spill (stageSpill), so that every spill counts.
+	largeWrite = stageSpill / 2
 	walMax     = 256 << 20
 	walKeep    = 64 << 20
 	// writeOverhead is what a write transaction is counted for besides

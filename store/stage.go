@@ -38,7 +38,9 @@ type Stage struct {
 // last spill — is what the publish waits for. Capturing a new 32 MiB file
 // in a Workspace waited 57–67 ms for it with 8 MiB spills, 32–40 ms with
 // 2 MiB ones; the lifecycle was faster in 5 of 6 interleaved pairs
-// (median of the pairs' differences ~6 ms of ~205).
+// (median of the pairs' differences ~6 ms of ~205). It must stay above
+// what publish lets ride in a ref transaction (its inlineMax, 1 MiB):
+// past that, a publish flushes the Stage first.
 const stageSpill = 2 << 20
 
 // NewStage starts an empty Stage.
