@@ -242,7 +242,7 @@ func (cw *capturer) file(abs, path, lowerPath string, e store.Entry, lower *stor
 	if cw.data != nil && cw.cap.Content != nil && lower != nil && lower.Type == store.TypeFile && st.Size >= DataFileMin {
 		content, err = cw.cloned(f, st.Size, lowerPath, &e, lower)
 	} else {
-		content, err = cw.fileContent(f, st.Size, lowerPath, &e, lower)
+		content, err = cw.fileContent(f, st.Size, lowerPath, &e, lower, true)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -262,7 +262,7 @@ func (cw *capturer) file(abs, path, lowerPath string, e store.Entry, lower *stor
 func (cw *capturer) cloned(f *os.File, size int64, lowerPath string, e, lower *store.Entry) (extents.File, error) {
 	tmp, err := cw.data.Clone(f)
 	if err != nil {
-		return cw.fileContent(f, size, lowerPath, e, lower) // no data file: copy-ups read FUSE
+		return cw.fileContent(f, size, lowerPath, e, lower, true) // no data file: copy-ups read FUSE
 	}
 	keep := false
 	defer func() {
@@ -291,7 +291,8 @@ func (cw *capturer) cloned(f *os.File, size int64, lowerPath string, e, lower *s
 			return extents.File{}, err
 		}
 	} else {
-		if content, err = cw.fileContent(f, size, lowerPath, e, lower); err != nil {
+		// The block maps were compared, through the clone: not again.
+		if content, err = cw.fileContent(f, size, lowerPath, e, lower, false); err != nil {
 			return extents.File{}, err
 		}
 		if content.Size != cloneSize || unix.Fstat(int(f.Fd()), &st) != nil || st.Size != cloneSize {
@@ -309,10 +310,11 @@ func (cw *capturer) cloned(f *os.File, size int64, lowerPath string, e, lower *s
 }
 
 // fileContent stores the content of upper file f, size bytes, whose lower
-// version (nil: none) is found at lowerPath.
-func (cw *capturer) fileContent(f *os.File, size int64, lowerPath string, e, lower *store.Entry) (extents.File, error) {
+// version (nil: none) is found at lowerPath. blockMaps says whether to
+// compare f's block map with the lower version's data file (patch).
+func (cw *capturer) fileContent(f *os.File, size int64, lowerPath string, e, lower *store.Entry, blockMaps bool) (extents.File, error) {
 	if lower != nil && lower.Type == store.TypeFile && lower.Size >= extents.SmallFileMax {
-		content, ok, err := cw.patch(f, size, lowerPath, lower)
+		content, ok, err := cw.patch(f, size, lowerPath, lower, blockMaps)
 		if err != nil || ok {
 			return content, err
 		}
@@ -342,10 +344,7 @@ func (cw *capturer) metacopy(abs, path, lowerPath string, e store.Entry, lower *
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if redirect != "" {
-		from = strings.TrimPrefix(redirect, "/")
-		if !strings.HasPrefix(redirect, "/") {
-			from = joinPath(parentPath(lowerPath), redirect)
-		}
+		from = redirectSource(lowerPath, redirect)
 	}
 	src := lower
 	if from != lowerPath {
@@ -386,7 +385,7 @@ const patchLimit = 4 << 20
 // of a copied-up file costs about a chunk, not the file. It reports false
 // when the file differs too much for that to pay; then it must be written
 // whole.
-func (cw *capturer) patch(f *os.File, size int64, lowerPath string, lower *store.Entry) (extents.File, bool, error) {
+func (cw *capturer) patch(f *os.File, size int64, lowerPath string, lower *store.Entry, blockMaps bool) (extents.File, bool, error) {
 	old := extents.File{ID: lower.ID, Size: lower.Size}
 	limit := min(size/8, patchLimit)
 	// Where the lower version's bytes may be in the page cache: its data
@@ -394,11 +393,13 @@ func (cw *capturer) patch(f *os.File, size int64, lowerPath string, lower *store
 	var lowers []string
 	ranges, err := []extents.Range(nil), errNotResident
 	if data := cw.dataFile(lower.ID); data != "" {
-		// Maybe copied up by cloning data: compare block maps.
-		ranges, err = compareExtents(f, size, data, old.Size, limit, true)
-		if err == nil {
-			g, err := cw.applyRanges(f, size, old, ranges)
-			return g, err == nil, err
+		if blockMaps {
+			// Maybe copied up by cloning data: compare block maps.
+			ranges, err = compareExtents(f, size, data, old.Size, limit, true)
+			if err == nil {
+				g, err := cw.applyRanges(f, size, old, ranges)
+				return g, err == nil, err
+			}
 		}
 		lowers = append(lowers, data)
 	}
@@ -532,10 +533,7 @@ func (cw *capturer) directory(abs, path, lowerPath string, e store.Entry, lower 
 // An absolute redirect names the lower path from the root; a relative one
 // a sibling in the lower parent.
 func (cw *capturer) redirected(abs, path, lowerPath string, e store.Entry, redirect string) error {
-	from := strings.TrimPrefix(redirect, "/")
-	if !strings.HasPrefix(redirect, "/") {
-		from = joinPath(parentPath(lowerPath), redirect)
-	}
+	from := redirectSource(lowerPath, redirect)
 	src, err := cw.s.Lookup(cw.root, from)
 	if err != nil || src.Type != store.TypeDir {
 		return fmt.Errorf("%s: renamed from %s, which the lower layer lacks: %w", path, from, errors.Join(err, store.ErrCorrupt))
@@ -543,6 +541,16 @@ func (cw *capturer) redirected(abs, path, lowerPath string, e store.Entry, redir
 	e.ID = src.ID
 	cw.add(Change{Path: path, Entry: &e, From: from})
 	return cw.dir(abs, path, from, src.ID)
+}
+
+// redirectSource is the lower path an overlayfs redirect names for an
+// entry at lowerPath: an absolute redirect names it from the root, a
+// relative one a sibling in the lower parent.
+func redirectSource(lowerPath, redirect string) string {
+	if strings.HasPrefix(redirect, "/") {
+		return strings.TrimPrefix(redirect, "/")
+	}
+	return joinPath(parentPath(lowerPath), redirect)
 }
 
 func parentPath(p string) string {

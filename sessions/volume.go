@@ -51,9 +51,6 @@ func unmountVolume(dir string) error {
 	return unmount(dir)
 }
 
-// errNoClone: a filesystem cannot clone files.
-var errNoClone = errors.New("filesystem cannot clone files")
-
 // setupVolume makes the Workspaces' directory, d.dir("ws"), one on a
 // filesystem that clones files, as far as it can: after it, d.data is the
 // data layer or nil.
@@ -168,9 +165,6 @@ func hasWorkspaces(dir string) bool {
 	return false
 }
 
-// errNoImage: the state directory's filesystem cannot hold the image.
-var errNoImage = errors.New("no image")
-
 // volumeSize is the image's size: the existing image's, else the
 // configured one, else DefaultVolumeSize but at most a quarter of the
 // space free on the state directory's filesystem.
@@ -241,11 +235,11 @@ func (d *Daemon) makeImage(img string) error {
 	if fs, err := fsType(filepath.Dir(img)); err != nil {
 		return err
 	} else if fs == unix.TMPFS_MAGIC {
-		return fmt.Errorf("%w: the state directory is on tmpfs, where an image would take memory", errNoImage)
+		return errors.New("the state directory is on tmpfs, where an image would take memory")
 	}
 	size := d.volumeSize()
 	if size < volumeSizeMin && d.cfg.VolumeSize == 0 {
-		return fmt.Errorf("%w: %d MiB, a quarter of the state directory's free space, is too small", errNoImage, size>>20)
+		return fmt.Errorf("%d MiB, a quarter of the state directory's free space, is too small for an image", size>>20)
 	}
 	if size < volumeSizeMin {
 		return fmt.Errorf("volume size %d MiB: at least %d MiB", size>>20, volumeSizeMin>>20)
@@ -327,7 +321,7 @@ func loopOf(img string) string {
 }
 
 // canClone reports whether dir's filesystem clones files: nil if it does,
-// errNoClone if not.
+// an error saying why not.
 func canClone(dir string) error {
 	a, err := os.CreateTemp(dir, ".clone-test-")
 	if err != nil {
@@ -345,7 +339,7 @@ func canClone(dir string) error {
 	defer os.Remove(b.Name())
 	defer b.Close()
 	if err := unix.IoctlFileClone(int(b.Fd()), int(a.Fd())); err != nil {
-		return fmt.Errorf("%w: %v", errNoClone, err)
+		return fmt.Errorf("filesystem cannot clone files: %w", err)
 	}
 	return nil
 }

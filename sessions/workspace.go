@@ -232,7 +232,7 @@ func (w *workspace) pending() ([]string, error) {
 // captured describes the Workspace's upperdir for capture.
 func (w *workspace) captured(ignore *publish.Rules) publish.Upper {
 	u := publish.Upper{Dir: w.upper(), Base: w.rec.lease(), Lower: w.lower(), Ignore: ignore}
-	if w.d.data != nil {
+	if w.d.data != nil { // a nil *dataLayer must stay a nil DataLayer
 		u.Data = w.d.data
 	}
 	return u

@@ -36,12 +36,13 @@ import (
 //
 // A large write — a pack of a big file's chunks — comes in a run: a
 // commit of a new 32 MiB file writes sixteen 2 MiB packs back to back
-// while its capture goes on (see stageSpill). A checkpoint started after the first of them copies
-// it while the rest are still being written, and on two cores takes
-// about a third of the CPU the commit is waiting for (~35 ms of its
-// 290). So once a large write has come, the checkpointer waits until
-// writes have paused for checkpointQuiet, or until checkpointMaxOwed is
-// owed; small commits alone never make it wait.
+// while its capture goes on (see stageSpill). A checkpoint started after
+// the first of them copies it while the rest are still being written,
+// and on two cores takes about a third of the CPU the commit is waiting
+// for (~35 ms of its 290). So once a large write has come, the
+// checkpointer waits until writes have paused for checkpointQuiet, or
+// until checkpointMaxOwed is owed; small commits alone never make it
+// wait.
 const (
 	checkpointBytes   = 4 << 20
 	checkpointDelay   = time.Second
