@@ -218,21 +218,28 @@ func needVolume(t *testing.T) {
 // where another Workspace changed the original, the renamed file must
 // keep the content it was renamed with, not follow the new lower layer.
 func TestWorkspaceRebaseCopiesMetacopyUp(t *testing.T) {
-	orig := randomBytes(12, 2<<20)
+	orig, kept := randomBytes(12, 2<<20), randomBytes(13, 2<<20)
 	src := filepath.Join(t.TempDir(), "src")
 	os.MkdirAll(src, 0o755)
-	if err := os.WriteFile(filepath.Join(src, "big.bin"), orig, 0o644); err != nil {
-		t.Fatal(err)
+	for name, data := range map[string][]byte{"big.bin": orig, "keep.bin": kept, ".layerfsignore": []byte("scratch/\n")} {
+		if err := os.WriteFile(filepath.Join(src, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, cfg := range []sessions.Config{{}, {Volume: sessions.VolumeOff}} {
 		d := startDaemonFrom(t, src, cfg)
 		a, b := d.create(t, "main"), d.create(t, "main")
-		d.sh(t, a.ID, "mv big.bin moved.bin && chmod 600 moved.bin")
-		d.sh(t, b.ID, "printf CHANGED | dd of=big.bin bs=1 seek=100 conv=notrunc status=none")
+		// keep.bin goes where nothing is captured: the rebase must copy
+		// it up all the same.
+		d.sh(t, a.ID, "mv big.bin moved.bin && chmod 600 moved.bin && mkdir scratch && mv keep.bin scratch/")
+		d.sh(t, b.ID, "for f in big.bin keep.bin; do printf CHANGED | dd of=$f bs=1 seek=100 conv=notrunc status=none; done")
 		d.commit(t, b.ID, api.StatusCommitted)
 		d.commit(t, a.ID, api.StatusConflict) // deleted here, modified there
 		if got := d.sh(t, a.ID, "cat moved.bin"); got != string(orig) {
 			t.Fatalf("volume %q: after the rebase moved.bin reads other bytes than were renamed", cfg.Volume)
+		}
+		if got := d.sh(t, a.ID, "cat scratch/keep.bin"); got != string(kept) {
+			t.Fatalf("volume %q: after the rebase the ignored scratch/keep.bin reads other bytes than were renamed", cfg.Volume)
 		}
 		if got := d.sh(t, a.ID, "stat -c %a moved.bin"); got != "600\n" {
 			t.Errorf("volume %q: moved.bin mode %q after the rebase", cfg.Volume, got)

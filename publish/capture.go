@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,6 +44,9 @@ type Capture struct {
 	// content is the lower layer's, so moving the upperdir onto a newer
 	// Commit must copy their data up first.
 	Metacopy []string
+	// Ignored lists the paths in the upperdir that the ignore rules left
+	// out, unread: they may hold metacopy files too (see MetacopyAll).
+	Ignored []string
 	// Clones are data files in the making (see DataLayer), one per big
 	// file the Workspace modified: the caller keeps them if the Changes
 	// land, and removes them if not.
@@ -185,6 +190,7 @@ func (cw *capturer) entry(abs, path, lowerPath string, lower *store.Entry) error
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if cw.ignore.Match(path, st.Mode&unix.S_IFMT == unix.S_IFDIR) {
+		cw.cap.Ignored = append(cw.cap.Ignored, path)
 		return nil
 	}
 	e := entryOf(name, &st)
@@ -574,6 +580,33 @@ func getXattr(path, name string) (string, error) {
 }
 
 // hasXattr reports whether a file has an extended attribute.
+// MetacopyAll lists every metacopy file in upper, the upperdir c was
+// captured from: c.Metacopy, and those under the paths the ignore rules
+// left out, which it walks now. Moving the upperdir onto a newer Commit
+// must copy all of their data up first, ignored or not: an ignored file
+// renamed or chmodded in a Workspace is still the Workspace's.
+func (c *Capture) MetacopyAll(upper string) ([]string, error) {
+	all := slices.Clone(c.Metacopy)
+	for _, p := range c.Ignored {
+		root := filepath.Join(upper, filepath.FromSlash(p))
+		err := filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return err
+			}
+			meta, err := hasXattr(abs, xattrMetacopy)
+			if meta {
+				rel, _ := filepath.Rel(upper, abs)
+				all = append(all, filepath.ToSlash(rel))
+			}
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("ignored %s: %w", p, err)
+		}
+	}
+	return all, nil
+}
+
 func hasXattr(path, name string) (bool, error) {
 	_, err := unix.Lgetxattr(path, name, nil)
 	if errors.Is(err, unix.ENODATA) {

@@ -21,11 +21,15 @@ import (
 func (w *workspace) rebase(res *publish.Result, c *publish.Capture) ([]string, error) {
 	// A file copied up metadata only (a chmod, a rename) takes its data
 	// from the lower layer, which the rebase replaces: copy its data up
-	// now, through the view that still shows the old one. Opening it for
-	// writing does that, and changes nothing else.
+	// now, through the view that still shows the old one, ignored files
+	// too. Opening it for writing does that, and changes nothing else.
 	// (Not following a symlink, not waiting on a FIFO, should a command
 	// still running have put one there since the capture.)
-	for _, p := range c.Metacopy {
+	metacopy, err := c.MetacopyAll(w.upper())
+	if err != nil {
+		return nil, fmt.Errorf("before the rebase: %w", err)
+	}
+	for _, p := range metacopy {
 		f, err := os.OpenFile(filepath.Join(w.hostPath(), filepath.FromSlash(p)), os.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 		if err != nil {
 			return nil, fmt.Errorf("copy up %s before the rebase: %w", p, err)
