@@ -58,7 +58,12 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	if err != nil {
 		return fmt.Errorf("daemon at %s: %w", c.socket, err)
 	}
-	defer resp.Body.Close()
+	defer func() {
+		// Read to the end, so the connection is kept for the next request:
+		// closing a body unread closes the connection with it.
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}()
 	if resp.StatusCode >= 400 && resp.StatusCode != http.StatusConflict || (resp.StatusCode == http.StatusConflict && out == nil) {
 		return decodeError(resp)
 	}
