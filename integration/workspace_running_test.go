@@ -3,7 +3,10 @@ package integration
 import (
 	"context"
 	"errors"
+	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,4 +43,44 @@ func TestCommitRefusedWhileProcessesRun(t *testing.T) {
 	if err := d.End(w.ID, true); err != nil { // ends the sleep too
 		t.Fatal(err)
 	}
+}
+
+// TestEndKillsWhatALaterCommandLeft: a commit that finds nothing running
+// stops watching the Workspace's namespace; a command after it must be
+// watched again, so that ending the Workspace kills what it left behind.
+func TestEndKillsWhatALaterCommandLeft(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
+	w := d.create(t, "main")
+	d.sh(t, w.ID, "echo b > a.txt")
+	d.commit(t, w.ID, api.StatusCommitted)
+	out := d.sh(t, w.ID, "sleep 300 >/dev/null 2>&1 & echo $!")
+	pid, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		t.Fatalf("pid of the background sleep: %q", out)
+	}
+	if !alive(pid) {
+		t.Fatalf("the background sleep (pid %d) is not running", pid)
+	}
+	if err := d.End(w.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("pid %d still runs 5 s after its Workspace ended", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// alive reports whether process pid exists and is not a zombie.
+func alive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses.
+	i := strings.LastIndexByte(string(stat), ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }

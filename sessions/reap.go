@@ -113,7 +113,10 @@ func processesIn(ns map[uint64]bool) []int {
 }
 
 // running counts the processes still running in namespace ns; zero when
-// no command ever ran there.
+// no command ever ran there. The caller must keep new commands from
+// starting there meanwhile (commit holds the Workspace's lock): when none
+// runs, ns is no longer tracked, so ending the Workspace right after need
+// not scan for processes again; the next command tracks it anew.
 func (r *reaper) running(ns uint64) int {
 	r.mu.Lock()
 	tracked := r.ns[ns]
@@ -121,7 +124,13 @@ func (r *reaper) running(ns uint64) int {
 	if !tracked {
 		return 0
 	}
-	return len(processesIn(map[uint64]bool{ns: true}))
+	n := len(processesIn(map[uint64]bool{ns: true}))
+	if n == 0 {
+		r.mu.Lock()
+		delete(r.ns, ns)
+		r.mu.Unlock()
+	}
+	return n
 }
 
 // mountNamespace returns the nsfs inode of thread tid's mount namespace.

@@ -140,7 +140,17 @@ func (s *spares) run() {
 		m := &making{branch: branch, head: b.Head, tid: tid, done: make(chan struct{})}
 		s.making = m
 		s.mu.Unlock()
-		sp, err := s.make(branch, b.Head)
+		var sp *spare
+		if stale != nil && stale.w.rec.Branch == branch {
+			// The head moved: the stale spare keeps its holder and
+			// directory, and shows the new head.
+			if err = s.refresh(stale, b.Head); err == nil {
+				sp, stale = stale, nil
+			}
+		}
+		if sp == nil {
+			sp, err = s.make(branch, b.Head)
+		}
 		s.mu.Lock()
 		s.making = nil
 		closed = s.closed
@@ -197,6 +207,42 @@ func (s *spares) make(branch string, head object.ID) (*spare, error) {
 		return nil, err
 	}
 	return sp, nil
+}
+
+// refresh turns sp, a spare of its branch's former head, into one of
+// head: a fresh overlay, with new upper and work directories, replaces
+// the old one in its holder's namespace. A holder costs more to make
+// than an overlay (a thread, a mount namespace, and the unmounts that
+// isolate it), and every Commit on the branch makes its spare stale.
+func (s *spares) refresh(sp *spare, head object.ID) error {
+	w := sp.w
+	oldUpper, oldWork, oldLease := w.upper(), w.work(), w.rec.Lease
+	w.rec.Lease = head.String()
+	w.rec.Gen++
+	undo := func(err error) error {
+		w.rec.Lease = oldLease
+		w.rec.Gen--
+		return err
+	}
+	if err := w.makeDirs(); err != nil {
+		return undo(err)
+	}
+	shown := s.d.tick()
+	mfd, err := overlayDetached(w.lower(), s.d.dataDir(), w.upper(), w.work())
+	if err == nil {
+		if err = w.holder.bindDetached(mfd, w.rec.Path); err != nil {
+			unix.Close(mfd)
+		}
+	}
+	if err != nil {
+		removeInBackground(w.upper(), w.work())
+		return undo(err)
+	}
+	w.shown.Store(shown)
+	unix.Close(sp.mfd)
+	sp.mfd = mfd
+	removeInBackground(oldUpper, oldWork)
+	return nil
 }
 
 // use turns a taken spare into the Workspace: its overlay at the host
