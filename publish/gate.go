@@ -3,8 +3,6 @@ package publish
 import (
 	"errors"
 	"fmt"
-	"runtime"
-	"sync"
 	"time"
 
 	"github.com/layerfs/layerfs/object"
@@ -131,10 +129,6 @@ func Publish(s *store.Store, branch string, cs *Changeset, content *store.Stage,
 	if err != nil {
 		return nil, err
 	}
-	var ahead chan *blameRows
-	if !meta.DeferAudit && content.Bytes() <= inlineMax && (cs.Base.IsZero() || cs.Base == head) {
-		ahead = g.blameAhead(head) // nothing to merge: it needs only head and the changes
-	}
 	res, err := g.prepare(head)
 	if err != nil || res.Status != Committed {
 		return res, err
@@ -144,11 +138,7 @@ func Publish(s *store.Store, branch string, cs *Changeset, content *store.Stage,
 			return nil, err
 		}
 	}
-	switch {
-	case ahead != nil:
-		g.rows = <-ahead
-		g.rows.name(res.Commit)
-	case !meta.DeferAudit:
+	if !meta.DeferAudit {
 		g.blame(res) // lands with the Commit
 	}
 	res.Prepare = time.Since(start)
@@ -326,51 +316,6 @@ func (g *gate) blame(res *Result) {
 		origin: g.meta.Origin, carry: g.meta.Carry, merges: g.merges}
 	rows, err := b.rowsFor(g.cs)
 	g.rows = &blameRows{rows: rows, err: err}
-}
-
-// blameAhead works out line ownership for changes landing on head, on a
-// goroutine of its own beside prepare (the other core reads the old
-// versions while this one builds the trees). Only for a publish with
-// nothing to merge: the rows then depend on head and the changes alone.
-func (g *gate) blameAhead(head object.ID) chan *blameRows {
-	ch := make(chan *blameRows, 1)
-	runAhead(func() {
-		parent, err := g.s.Commit(head)
-		if err != nil {
-			ch <- &blameRows{err: err}
-			return
-		}
-		b := &blamer{s: g.s, get: stages{g.content}, rd: g.s.WriterReads(), parent: parent.Tree,
-			origin: g.meta.Origin, carry: g.meta.Carry}
-		rows, err := b.rowsFor(g.cs)
-		ch <- &blameRows{rows: rows, err: err}
-	})
-	return ch
-}
-
-// Work done ahead runs on long-lived goroutines when one is idle: they keep
-// the deep stack SQLite's reads grow, which a new goroutine would grow
-// again on every commit (~60 µs of stack copying).
-var (
-	aheadJobs  = make(chan func())
-	aheadStart sync.Once
-)
-
-func runAhead(f func()) {
-	aheadStart.Do(func() {
-		for i := 0; i < runtime.GOMAXPROCS(0); i++ {
-			go func() {
-				for f := range aheadJobs {
-					f()
-				}
-			}()
-		}
-	})
-	select {
-	case aheadJobs <- f:
-	default:
-		go f() // all busy
-	}
 }
 
 // name makes the rows the ownership of commit.
