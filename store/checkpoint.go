@@ -68,9 +68,14 @@ type checkpointer struct {
 	mu     sync.Mutex
 	owed   int64     // bytes written since the last checkpoint
 	large  time.Time // when the last large write committed
-	wake   chan struct{}
-	quit   chan struct{}
-	done   chan struct{}
+	// armed says the checkpointer's timer is set: a small write that
+	// leaves owed under checkpointBytes then need not wake it. (Waking a
+	// parked thread is a system call here, and on a machine whose idle
+	// cores halt, a core's wake-up; it was done on every commit.)
+	armed bool
+	wake  chan struct{}
+	quit  chan struct{}
+	done  chan struct{}
 }
 
 // startCheckpointer opens the checkpointer's connection and starts it.
@@ -99,13 +104,17 @@ func (c *checkpointer) wrote(n int64) {
 	}
 	c.mu.Lock()
 	c.owed += n + writeOverhead
-	if n >= largeWrite {
+	large := n >= largeWrite
+	if large {
 		c.large = time.Now()
 	}
+	wake := large || !c.armed || c.owed >= checkpointBytes
 	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
+	if wake {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -118,12 +127,18 @@ func (c *checkpointer) run() {
 	// The timer runs checkpointDelay after the first small write, or
 	// until writes pause after a large one.
 	pending := false
+	setPending := func(p bool) {
+		pending = p
+		c.mu.Lock()
+		c.armed = p
+		c.mu.Unlock()
+	}
 	arm := func(d time.Duration) {
 		if pending {
 			timer.Stop()
 		}
 		timer.Reset(d)
-		pending = true
+		setPending(true)
 	}
 	for {
 		select {
@@ -143,10 +158,10 @@ func (c *checkpointer) run() {
 			}
 			if pending {
 				timer.Stop()
-				pending = false
+				setPending(false)
 			}
 		case <-timer.C:
-			pending = false
+			setPending(false)
 			if _, wait := c.due(); wait > 0 {
 				arm(wait)
 				continue
