@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -25,19 +24,14 @@ import (
 // capture falls back to when the lower file is not mostly in memory, so
 // that comparing would first read it through FUSE.
 
-// A page of the mapped lower file that is not cached is read through the
-// FUSE mount on first touch; should that read fail (a damaged object),
-// the touch faults. Every function that touches the mapping therefore
-// runs with SetPanicOnFault and turns a fault into an error (guardFault),
-// after which capture hashes instead, and reports the damage then.
-
-// guardFault, deferred after debug.SetPanicOnFault(true), turns a fault
-// into *err.
-func guardFault(err *error) {
-	if r := recover(); r != nil {
-		*err = fmt.Errorf("read lower file: %v", r)
-	}
-}
+// The lower file is read with pread, never through a mapping. It is on
+// the Store's FUSE mount, which in the daemon this very process serves: a
+// page not cached would be read through FUSE on first touch, and a thread
+// stuck in that page fault cannot be preempted. With two cores both
+// comparing goroutines faulted at once, and held both of Go's Ps, so the
+// FUSE server never ran to answer them; a garbage collection's
+// stop-the-world would wait for them the same way. A pread is a system
+// call, which lets the server run.
 
 // errNotResident: the lower file is not mostly in the page cache.
 var errNotResident = errors.New("lower file not in the page cache")
@@ -61,11 +55,11 @@ const (
 // not mostly cached, and with extents.ErrTooDifferent when more than limit
 // bytes within lowerSize differ.
 func compareLower(f *os.File, size int64, path string, lowerSize, limit int64) ([]extents.Range, error) {
-	lower, err := mapLower(path, lowerSize)
+	lower, err := openLower(path, lowerSize)
 	if err != nil {
 		return nil, err
 	}
-	defer unix.Munmap(lower)
+	defer lower.Close()
 	c := comparer{upper: f, lower: lower, common: min(size, lowerSize), limit: limit}
 	if err := c.run(); err != nil {
 		return nil, err
@@ -73,32 +67,33 @@ func compareLower(f *os.File, size int64, path string, lowerSize, limit int64) (
 	return c.ranges(size), nil
 }
 
-// mapLower maps the lower file at path, which must hold lowerSize bytes,
-// for reading; the caller unmaps it. It fails with errNotResident when the
-// file is not the one the Commit names, or not mostly cached: then capture
-// hashes instead.
-func mapLower(path string, lowerSize int64) ([]byte, error) {
+// openLower opens the lower file at path, which must hold lowerSize bytes,
+// for reading. It fails with errNotResident when the file is not the one
+// the Commit names, or not mostly cached: then capture hashes instead.
+func openLower(path string, lowerSize int64) (*os.File, error) {
 	lf, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer lf.Close()
 	if fi, err := lf.Stat(); err != nil || fi.Size() != lowerSize || lowerSize == 0 {
+		lf.Close()
 		return nil, errors.Join(errNotResident, err)
 	}
-	lower, err := unix.Mmap(int(lf.Fd()), 0, int(lowerSize), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("map lower file: %w", err)
-	}
-	if !resident(lower) {
-		unix.Munmap(lower)
+	if !resident(lf, lowerSize) {
+		lf.Close()
 		return nil, errNotResident
 	}
-	return lower, nil
+	return lf, nil
 }
 
-// resident reports whether at least residentMin of m's pages are cached.
-func resident(m []byte) bool {
+// resident reports whether at least residentMin of f's pages (size
+// bytes) are cached. It maps f only to ask mincore, touching no page.
+func resident(f *os.File, size int64) bool {
+	m, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return false
+	}
+	defer unix.Munmap(m)
 	pages := (len(m) + os.Getpagesize() - 1) / os.Getpagesize()
 	vec := make([]byte, pages)
 	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0])))
@@ -116,7 +111,7 @@ func resident(m []byte) bool {
 // common length, on every core.
 type comparer struct {
 	upper  *os.File
-	lower  []byte
+	lower  *os.File
 	common int64
 	limit  int64
 	found  atomic.Int64
@@ -143,19 +138,20 @@ func (c *comparer) run() error {
 }
 
 // span compares [lo, hi) a block at a time.
-func (c *comparer) span(lo, hi int64) (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer guardFault(&err)
-	buf := make([]byte, compareBlock)
+func (c *comparer) span(lo, hi int64) error {
+	buf, lbuf := make([]byte, compareBlock), make([]byte, compareBlock)
 	for off := lo; off < hi; off += compareBlock {
 		n := min(compareBlock, hi-off)
 		if _, err := c.upper.ReadAt(buf[:n], off); err != nil {
 			return fmt.Errorf("read at %d: %w", off, err)
 		}
-		if bytes.Equal(buf[:n], c.lower[off:off+n]) {
+		if _, err := c.lower.ReadAt(lbuf[:n], off); err != nil {
+			return fmt.Errorf("read lower file at %d: %w", off, err)
+		}
+		if bytes.Equal(buf[:n], lbuf[:n]) {
 			continue
 		}
-		c.differing(buf[:n], off)
+		c.differing(buf[:n], lbuf[:n], off)
 		if c.found.Load() > c.limit {
 			return extents.ErrTooDifferent
 		}
@@ -163,12 +159,12 @@ func (c *comparer) span(lo, hi int64) (err error) {
 	return nil
 }
 
-// differing records the pages of block, at off, that differ.
-func (c *comparer) differing(block []byte, off int64) {
+// differing records the pages of block, at off, that differ from lower's.
+func (c *comparer) differing(block, lower []byte, off int64) {
 	var pages []int64
 	for p := int64(0); p < int64(len(block)); p += comparePage {
 		e := min(p+comparePage, int64(len(block)))
-		if !bytes.Equal(block[p:e], c.lower[off+p:off+e]) {
+		if !bytes.Equal(block[p:e], lower[p:e]) {
 			pages = append(pages, off+p)
 			c.found.Add(e - p)
 		}
@@ -212,17 +208,17 @@ func spliceLower(f *os.File, size int64, path string, lowerSize int64) (off, del
 	if size == 0 {
 		return 0, 0, 0, errNotResident
 	}
-	lower, err := mapLower(path, lowerSize)
+	lower, err := openLower(path, lowerSize)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	defer unix.Munmap(lower)
+	defer lower.Close()
 	common := min(size, lowerSize)
 	prefix, err := commonPrefix(f, lower, common)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	suffix, err := commonSuffix(f, size, lower, common-prefix)
+	suffix, err := commonSuffix(f, size, lower, lowerSize, common-prefix)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -230,16 +226,18 @@ func spliceLower(f *os.File, size int64, path string, lowerSize int64) (off, del
 }
 
 // commonPrefix is how many of the first n bytes f and lower share.
-func commonPrefix(f *os.File, lower []byte, n int64) (_ int64, err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer guardFault(&err)
-	buf := make([]byte, compareBlock)
+func commonPrefix(f, lower *os.File, n int64) (int64, error) {
+	buf, lbuf := make([]byte, compareBlock), make([]byte, compareBlock)
 	for off := int64(0); off < n; off += compareBlock {
-		b := buf[:min(compareBlock, n-off)]
+		k := min(compareBlock, n-off)
+		b, l := buf[:k], lbuf[:k]
 		if _, err := f.ReadAt(b, off); err != nil {
 			return 0, fmt.Errorf("read at %d: %w", off, err)
 		}
-		if i := firstDiff(b, lower[off:]); i < len(b) {
+		if _, err := lower.ReadAt(l, off); err != nil {
+			return 0, fmt.Errorf("read lower file at %d: %w", off, err)
+		}
+		if i := firstDiff(b, l); i < len(b) {
 			return off + int64(i), nil
 		}
 	}
@@ -247,18 +245,18 @@ func commonPrefix(f *os.File, lower []byte, n int64) (_ int64, err error) {
 }
 
 // commonSuffix is how many of the last bytes f (size bytes) and lower
-// share, at most n.
-func commonSuffix(f *os.File, size int64, lower []byte, n int64) (_ int64, err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer guardFault(&err)
-	buf := make([]byte, compareBlock)
+// (lowerSize bytes) share, at most n.
+func commonSuffix(f *os.File, size int64, lower *os.File, lowerSize, n int64) (int64, error) {
+	buf, lbuf := make([]byte, compareBlock), make([]byte, compareBlock)
 	for done := int64(0); done < n; {
 		k := min(compareBlock, n-done)
-		b := buf[:k]
+		b, l := buf[:k], lbuf[:k]
 		if _, err := f.ReadAt(b, size-done-k); err != nil {
 			return 0, fmt.Errorf("read at %d: %w", size-done-k, err)
 		}
-		l := lower[int64(len(lower))-done-k : int64(len(lower))-done]
+		if _, err := lower.ReadAt(l, lowerSize-done-k); err != nil {
+			return 0, fmt.Errorf("read lower file at %d: %w", lowerSize-done-k, err)
+		}
 		if i := lastDiff(b, l); i >= 0 {
 			return done + (k - 1 - int64(i)), nil
 		}
