@@ -10,6 +10,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/store"
 )
 
@@ -59,6 +60,9 @@ func (r *commitsRoot) Lookup(ctx context.Context, name string, out *fuse.EntryOu
 	out.SetEntryTimeout(time.Nanosecond)
 	if !rootRef.MatchString(name) {
 		return nil, syscall.ENOENT
+	}
+	if id, err := object.Parse(name); err == nil && id.String() == name && r.fsys.st.KnownCommit(id) {
+		return r.commitDir(ctx, store.Resolved{Commit: id, Kind: store.RefCommit}, out) // one just landed
 	}
 	res, err := r.fsys.st.Resolve(name)
 	if err == nil && res.Kind == store.RefBranch {
