@@ -60,8 +60,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	defer func() {
 		// Read to the end, so the connection is kept for the next request:
-		// closing a body unread closes the connection with it.
-		io.Copy(io.Discard, resp.Body)
+		// closing a body unread closes the connection with it. (A reply
+		// longer than that is not worth reading for it.)
+		io.CopyN(io.Discard, resp.Body, 64<<10)
 		resp.Body.Close()
 	}()
 	if resp.StatusCode >= 400 && resp.StatusCode != http.StatusConflict || (resp.StatusCode == http.StatusConflict && out == nil) {

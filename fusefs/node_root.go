@@ -61,8 +61,16 @@ func (r *commitsRoot) Lookup(ctx context.Context, name string, out *fuse.EntryOu
 	if !rootRef.MatchString(name) {
 		return nil, syscall.ENOENT
 	}
-	if id, err := object.Parse(name); err == nil && id.String() == name && r.fsys.st.KnownCommit(id) {
-		return r.commitDir(ctx, store.Resolved{Commit: id, Kind: store.RefCommit}, out) // one just landed
+	// A full id names a Commit before anything else (a branch may have
+	// such a name too, but branches are under branches/ only). One this
+	// process knows, such as one it just landed, needs no query.
+	if id, err := object.Parse(name); err == nil && id.String() == name {
+		if r.fsys.st.KnownCommit(id) {
+			return r.commitDir(ctx, store.Resolved{Commit: id, Kind: store.RefCommit}, out)
+		}
+		if _, err := r.fsys.st.Commit(id); err == nil {
+			return r.commitDir(ctx, store.Resolved{Commit: id, Kind: store.RefCommit}, out)
+		}
 	}
 	res, err := r.fsys.st.Resolve(name)
 	if err == nil && res.Kind == store.RefBranch {

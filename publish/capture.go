@@ -579,7 +579,6 @@ func getXattr(path, name string) (string, error) {
 	return string(buf[:n]), nil
 }
 
-// hasXattr reports whether a file has an extended attribute.
 // MetacopyAll lists every metacopy file in upper, the upperdir c was
 // captured from: c.Metacopy, and those under the paths the ignore rules
 // left out, which it walks now. Moving the upperdir onto a newer Commit
@@ -591,14 +590,14 @@ func (c *Capture) MetacopyAll(upper string) ([]string, error) {
 		root := filepath.Join(upper, filepath.FromSlash(p))
 		err := filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
 			if err != nil || !d.Type().IsRegular() {
-				return err
+				return skipGone(err)
 			}
 			meta, err := hasXattr(abs, xattrMetacopy)
 			if meta {
 				rel, _ := filepath.Rel(upper, abs)
 				all = append(all, filepath.ToSlash(rel))
 			}
-			return err
+			return skipGone(err)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("ignored %s: %w", p, err)
@@ -607,6 +606,16 @@ func (c *Capture) MetacopyAll(upper string) ([]string, error) {
 	return all, nil
 }
 
+// skipGone ignores a file removed during a walk (a command may still be
+// running): what is gone needs no copy-up.
+func skipGone(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// hasXattr reports whether a file has an extended attribute.
 func hasXattr(path, name string) (bool, error) {
 	_, err := unix.Lgetxattr(path, name, nil)
 	if errors.Is(err, unix.ENODATA) {

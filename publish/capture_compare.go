@@ -107,7 +107,7 @@ func resident(f *os.File, size int64) bool {
 	return float64(in) >= residentMin*float64(pages)
 }
 
-// comparer compares the upper file with the mapped lower one over their
+// comparer compares the upper file with the lower one over their
 // common length, on every core.
 type comparer struct {
 	upper  *os.File

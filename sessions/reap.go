@@ -116,7 +116,10 @@ func processesIn(ns map[uint64]bool) []int {
 // no command ever ran there. The caller must keep new commands from
 // starting there meanwhile (commit holds the Workspace's lock): when none
 // runs, ns is no longer tracked, so ending the Workspace right after need
-// not scan for processes again; the next command tracks it anew.
+// not scan for processes again; the next command tracks it anew. None
+// runs only if two scans in a row find none: a process that forks and
+// exits between one scan's listing of /proc and its look at the process
+// leaves a child the listing missed, which the next listing has.
 func (r *reaper) running(ns uint64) int {
 	r.mu.Lock()
 	tracked := r.ns[ns]
@@ -124,7 +127,11 @@ func (r *reaper) running(ns uint64) int {
 	if !tracked {
 		return 0
 	}
-	n := len(processesIn(map[uint64]bool{ns: true}))
+	in := map[uint64]bool{ns: true}
+	n := len(processesIn(in))
+	if n == 0 {
+		n = len(processesIn(in))
+	}
 	if n == 0 {
 		r.mu.Lock()
 		delete(r.ns, ns)

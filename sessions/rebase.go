@@ -31,6 +31,9 @@ func (w *workspace) rebase(res *publish.Result, c *publish.Capture) ([]string, e
 	}
 	for _, p := range metacopy {
 		f, err := os.OpenFile(filepath.Join(w.hostPath(), filepath.FromSlash(p)), os.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // removed since the capture: nothing to keep
+		}
 		if err != nil {
 			return nil, fmt.Errorf("copy up %s before the rebase: %w", p, err)
 		}

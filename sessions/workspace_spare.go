@@ -26,8 +26,9 @@ const spareMarker = "spare"
 // and saves the record; the mkdirs, the mount and the namespace work are
 // done before, on a thread at background priority (backgroundPriority). A spare holds no
 // Lease: it is taken only while its Commit is the branch's head, which no
-// gc removes. A spare gone stale (the head moved) is dropped and another
-// made.
+// gc removes. A spare gone stale (the head moved) gets an overlay of the
+// new head in the holder it has (refresh); one of another branch is
+// dropped and another made.
 type spares struct {
 	d *Daemon
 
@@ -146,6 +147,8 @@ func (s *spares) run() {
 			// directory, and shows the new head.
 			if err = s.refresh(stale, b.Head); err == nil {
 				sp, stale = stale, nil
+			} else {
+				s.d.log.Printf("show %s's head in its spare Workspace: %v; making another", branch, err)
 			}
 		}
 		if sp == nil {
