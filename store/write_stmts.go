@@ -63,6 +63,13 @@ func (w WriterReads) Get(id object.ID, k object.Kind) ([]byte, error) {
 	return w.s.getKind(w.s.wstmts.get, id, k)
 }
 
+// GetManyInto is Store.GetManyInto: those reads go through the Store's raw
+// reader connections, whose dropping of their page cache after a commit
+// costs little against the many objects a call reads.
+func (w WriterReads) GetManyInto(ids []object.ID, k object.Kind, alloc func(n int) []byte, fn func(id object.ID, data []byte, err error)) error {
+	return w.s.GetManyInto(ids, k, alloc, fn)
+}
+
 // Blame is Store.Blame through the writer connection.
 func (w WriterReads) Blame(path string, content object.ID) (Ownership, object.ID, bool, error) {
 	if w.s.w == nil {
