@@ -11,7 +11,9 @@
 // need: the daemon keeps one spare Workspace of the branch last used, at
 // its head — directories, overlay (a detached mount) and namespace — made
 // at background priority, so a create that fits it only takes the
-// Lease, attaches the overlay and saves the record.
+// Lease, attaches the overlay and saves the record. When a commit moves
+// the head, the spare gets an overlay of the new head in the namespace it
+// has.
 //
 // Commands run in a private mount namespace owned by a holder of the
 // Workspace, where the Workspace appears at a path the caller chose (the
