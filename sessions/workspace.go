@@ -75,17 +75,17 @@ func checkCreate(req *api.CreateRequest) error {
 }
 
 func (d *Daemon) create(req api.CreateRequest) (*workspace, error) {
-	b, err := d.s.Branch(req.Branch)
+	head, err := d.s.HeadForWrite(req.Branch) // see ignoreRules
 	if err != nil {
 		return nil, err
 	}
 	defer d.spares.fill(req.Branch) // for the next one
-	if sp := d.spares.take(req.Branch, b.Head, req.Path); sp != nil {
+	if sp := d.spares.take(req.Branch, head, req.Path); sp != nil {
 		return d.createFromSpare(sp)
 	}
-	w := &workspace{d: d, rec: record{ID: newID(), Branch: req.Branch, Lease: b.Head.String(),
+	w := &workspace{d: d, rec: record{ID: newID(), Branch: req.Branch, Lease: head.String(),
 		Path: req.Path, Created: time.Now().UTC()}}
-	if err := d.s.SetLease(w.rec.ID, w.rec.Branch, d.id, b.Head); err != nil {
+	if err := d.s.SetLease(w.rec.ID, w.rec.Branch, d.id, head); err != nil {
 		return nil, err
 	}
 	if err := w.setup(); err != nil {
