@@ -117,6 +117,12 @@ func CaptureUpperDry(s *store.Store, u Upper) (*Capture, error) {
 
 func capture(s *store.Store, u Upper, content extents.Store, stage *store.Stage) (*Capture, error) {
 	start := time.Now()
+	if stage != nil {
+		// Off again before the Stage reaches Publish, which may read it
+		// inside its transaction.
+		stage.ReadThroughWriter(true)
+		defer stage.ReadThroughWriter(false)
+	}
 	c, err := s.Commit(u.Base)
 	if err != nil {
 		return nil, fmt.Errorf("capture: base: %w", err)

@@ -347,3 +347,33 @@ func TestStagePutChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestStageReadsThroughWriter: a Stage told to read through the writer's
+// connection reads what the Store holds there too, and verifies it: a
+// corrupt object is ErrCorrupt either way.
+func TestStageReadsThroughWriter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.layerfs")
+	s, err := Open(path, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := randBytes(4, 9000)
+	good := putFlush(t, s, object.KindChunk, data)
+	bad := putFlush(t, s, object.KindChunk, bytes.Repeat([]byte("compressible text "), 900))
+	s.Close()
+	CorruptObject(t, path, bad)
+	if s, err = Open(path, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st := s.NewStage()
+	for _, on := range []bool{true, false} {
+		st.ReadThroughWriter(on)
+		if got, err := st.Get(good, object.KindChunk); err != nil || !bytes.Equal(got, data) {
+			t.Errorf("through the writer %v: %v, or other bytes", on, err)
+		}
+		if _, err := st.Get(bad, object.KindChunk); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("through the writer %v: a corrupt object read as %v", on, err)
+		}
+	}
+}
