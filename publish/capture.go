@@ -118,10 +118,9 @@ func CaptureUpperDry(s *store.Store, u Upper) (*Capture, error) {
 func capture(s *store.Store, u Upper, content extents.Store, stage *store.Stage) (*Capture, error) {
 	start := time.Now()
 	if stage != nil {
-		// Off again before the Stage reaches Publish, which may read it
-		// inside its transaction.
-		stage.ReadThroughWriter(true)
-		defer stage.ReadThroughWriter(false)
+		// Back as it was before the Stage reaches Publish, which may read
+		// it inside its transaction (and turns it off itself).
+		defer stage.ReadThroughWriter(stage.ReadThroughWriter(true))
 	}
 	c, err := s.Commit(u.Base)
 	if err != nil {

@@ -124,6 +124,7 @@ func Publish(s *store.Store, branch string, cs *Changeset, content *store.Stage,
 	if content == nil {
 		content = s.NewStage()
 	}
+	content.ReadThroughWriter(false) // the transaction may read it (store.Stage.ReadThroughWriter)
 	g := &gate{s: s, branch: branch, cs: cs, meta: meta, content: content}
 	head, err := s.HeadForWrite(branch)
 	if err != nil {

@@ -249,3 +249,33 @@ func TestGateLanding(t *testing.T) {
 		t.Fatal("the branch moved although Landing failed")
 	}
 }
+
+// TestPublishStopsStageReadsThroughWriter: a Stage left reading through
+// the writer's connection (a capture's) is turned back before Publish's
+// transaction, which may read it when the head moves under it (and would
+// then, but for Stage.Get's check that the connection is idle, wait for
+// its own connection). Here the head moved before: the merge still lands.
+func TestPublishStopsStageReadsThroughWriter(t *testing.T) {
+	r := newRepo(t, map[string]string{"a.txt": "1\n2\n3\n4\n5\n6\n7\n8\n"})
+	base := r.head()
+	r.publish(base, "operation:other", 20, map[string]string{"a.txt": "one\n2\n3\n4\n5\n6\n7\n8\n"}, nil)
+	st := r.s.NewStage()
+	f, err := extents.WriteBytes(st, []byte("1\n2\n3\n4\n5\n6\n7\neight\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := &Changeset{Base: base, Changes: []Change{{Path: "a.txt", Entry: &store.Entry{Type: store.TypeFile, Mode: 0o644, ID: f.ID, Size: f.Size, MTime: 30}}}}
+	if was := st.ReadThroughWriter(true); was {
+		t.Fatal("a new Stage reads through the writer")
+	}
+	res, err := Publish(r.s, "main", cs, st, Meta{Origin: "operation:merge", Message: "test"})
+	if err != nil || res.Status != Committed {
+		t.Fatalf("publish: %v %v", res, err)
+	}
+	if on := st.ReadThroughWriter(false); on {
+		t.Error("the Stage still reads through the writer after Publish")
+	}
+	if got := r.read("a.txt"); got != "one\n2\n3\n4\n5\n6\n7\neight\n" {
+		t.Errorf("merged a.txt = %q", got)
+	}
+}

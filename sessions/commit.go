@@ -44,7 +44,7 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	// beside the capture, which it only decides whether to keep.
 	running := make(chan int, 1)
 	go func() { running <- w.d.reaper.running(w.holder.ns) }()
-	rules, err := w.ignoreRules()
+	rules, err := w.ignoreRules(true)
 	if err != nil {
 		return api.CommitResult{}, err
 	}
@@ -106,11 +106,21 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 }
 
 // ignoreRules reads /.layerfsignore from the branch head: ignored paths
-// are never captured. The head is read through the writer's connection
-// (HeadForWrite), which keeps its page cache across commits; a reader's
-// drops it after every commit (~0.2 ms).
-func (w *workspace) ignoreRules() (*publish.Rules, error) {
-	head, err := w.d.s.HeadForWrite(w.rec.Branch)
+// are never captured. For a commit (forCommit), which will wait for the
+// writer's connection anyway, the head is read through it (HeadForWrite):
+// its page cache holds across commits, where a reader's is dropped after
+// every one (~0.2 ms). A read-only question (what is pending?) asks a
+// reader, and so never waits behind other Workspaces' writes.
+func (w *workspace) ignoreRules(forCommit bool) (*publish.Rules, error) {
+	var head object.ID
+	var err error
+	if forCommit {
+		head, err = w.d.s.HeadForWrite(w.rec.Branch)
+	} else {
+		var b store.Branch
+		b, err = w.d.s.Branch(w.rec.Branch)
+		head = b.Head
+	}
 	if err != nil {
 		return nil, err
 	}

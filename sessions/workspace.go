@@ -75,10 +75,11 @@ func checkCreate(req *api.CreateRequest) error {
 }
 
 func (d *Daemon) create(req api.CreateRequest) (*workspace, error) {
-	head, err := d.s.HeadForWrite(req.Branch) // see ignoreRules
+	b, err := d.s.Branch(req.Branch)
 	if err != nil {
 		return nil, err
 	}
+	head := b.Head
 	defer d.spares.fill(req.Branch) // for the next one
 	if sp := d.spares.take(req.Branch, head, req.Path); sp != nil {
 		return d.createFromSpare(sp)
@@ -218,7 +219,7 @@ func (d *Daemon) Inspect(id string) (api.Workspace, error) {
 
 // pending lists the uncommitted changed paths, hashing but storing nothing.
 func (w *workspace) pending() ([]string, error) {
-	rules, err := w.ignoreRules()
+	rules, err := w.ignoreRules(false)
 	if err != nil {
 		return nil, err
 	}

@@ -31,13 +31,16 @@ type Stage struct {
 }
 
 // ReadThroughWriter makes Get read the objects the Stage does not hold
-// through the writer's connection (WriterReads) while on, rather than a
-// reader's, which drops its page cache and mapping after every commit:
-// a capture patching a big file reads a few old chunks and extent nodes,
-// and a Workspace commits often (~0.4 ms of a capture's 3.5 ms). Such a
-// read waits while a transaction holds the connection, so never leave it
-// on for a Stage read inside Update, where it would wait for itself.
-func (st *Stage) ReadThroughWriter(on bool) { st.viaWriter.Store(on) }
+// through the writer's connection (WriterReads) while on and that
+// connection is idle, rather than a reader's, which drops its page cache
+// and mapping after every commit: a capture patching a big file reads a
+// few old chunks and extent nodes, and a Workspace commits often (~0.4 ms
+// of a capture's 3.5 ms). While the connection is busy — a transaction,
+// perhaps this Stage's own spill — Get asks a reader rather than wait.
+// Never leave it on for a Stage read inside Update: there the connection
+// is the transaction's, and a read that found it idle the moment before
+// would wait for itself. It returns the setting it replaces.
+func (st *Stage) ReadThroughWriter(on bool) bool { return st.viaWriter.Swap(on) }
 
 // stageSpill is how many stored bytes a Stage collects before it writes
 // them as a pack of its own in the background, while it goes on staging:
@@ -255,7 +258,7 @@ func (st *Stage) Get(id object.ID, k object.Kind) ([]byte, error) {
 		}
 		return o.raw, nil
 	}
-	if st.viaWriter.Load() {
+	if st.viaWriter.Load() && st.s.writerIdle() {
 		return st.s.WriterReads().Get(id, k)
 	}
 	return st.s.Get(id, k)

@@ -52,6 +52,10 @@ func stmt(ctx context.Context, tx *sql.Tx, st *sql.Stmt) *sql.Stmt {
 // that would wait for itself. A read-only Store reads as usual.
 type WriterReads struct{ s *Store }
 
+// writerIdle reports whether the writer's connection was free a moment
+// ago: a hint, for reads that would rather ask a reader than wait.
+func (s *Store) writerIdle() bool { return s.w != nil && s.w.Stats().InUse == 0 }
+
 // WriterReads returns the Store read through the writer connection.
 func (s *Store) WriterReads() WriterReads { return WriterReads{s} }
 
