@@ -63,11 +63,9 @@ func (r *commitsRoot) Lookup(ctx context.Context, name string, out *fuse.EntryOu
 	}
 	// A full id names a Commit before anything else (a branch may have
 	// such a name too, but branches are under branches/ only). One this
-	// process knows, such as one it just landed, needs no query.
+	// process knows, such as one it just landed, is in the Store's commit
+	// cache: no query.
 	if id, err := object.Parse(name); err == nil && id.String() == name {
-		if r.fsys.st.KnownCommit(id) {
-			return r.commitDir(ctx, store.Resolved{Commit: id, Kind: store.RefCommit}, out)
-		}
 		if _, err := r.fsys.st.Commit(id); err == nil {
 			return r.commitDir(ctx, store.Resolved{Commit: id, Kind: store.RefCommit}, out)
 		}

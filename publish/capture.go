@@ -402,7 +402,8 @@ func (cw *capturer) patch(f *os.File, size int64, lowerPath string, lower *store
 	// Where the lower version's bytes may be in the page cache: its data
 	// file, which a Workspace over a data layer reads, and the FUSE mount.
 	var lowers []string
-	ranges, err := []extents.Range(nil), errNotResident
+	var ranges []extents.Range
+	var err error
 	if data := cw.dataFile(lower.ID); data != "" {
 		if blockMaps {
 			// Maybe copied up by cloning data: compare block maps.

@@ -79,14 +79,13 @@ func (d *Daemon) create(req api.CreateRequest) (*workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	head := b.Head
 	defer d.spares.fill(req.Branch) // for the next one
-	if sp := d.spares.take(req.Branch, head, req.Path); sp != nil {
+	if sp := d.spares.take(req.Branch, b.Head, req.Path); sp != nil {
 		return d.createFromSpare(sp)
 	}
-	w := &workspace{d: d, rec: record{ID: newID(), Branch: req.Branch, Lease: head.String(),
+	w := &workspace{d: d, rec: record{ID: newID(), Branch: req.Branch, Lease: b.Head.String(),
 		Path: req.Path, Created: time.Now().UTC()}}
-	if err := d.s.SetLease(w.rec.ID, w.rec.Branch, d.id, head); err != nil {
+	if err := d.s.SetLease(w.rec.ID, w.rec.Branch, d.id, b.Head); err != nil {
 		return nil, err
 	}
 	if err := w.setup(); err != nil {
@@ -323,15 +322,11 @@ func (w *workspace) switchOverlay() error {
 // path. The views it replaces, if any, are unmounted in the background
 // (holder.attach, Daemon.retire).
 func (w *workspace) show() error {
-	shown := w.d.tick()
-	mfd, err := overlayDetached(w.lower(), w.d.dataDir(), w.upper(), w.work())
+	mfd, shown, err := w.mountView()
 	if err != nil {
 		return err
 	}
 	defer unix.Close(mfd)
-	if err := w.holder.bindDetached(mfd, w.rec.Path); err != nil {
-		return err
-	}
 	if err := w.d.retire(w.hostPath()); err != nil {
 		return err
 	}
@@ -340,6 +335,23 @@ func (w *workspace) show() error {
 	}
 	w.shown.Store(shown)
 	return nil
+}
+
+// mountView mounts the overlay of the current lease and directories,
+// detached, and attaches a clone of it in the holder's namespace in place
+// of the view there. It returns the detached mount, which the caller
+// closes, and the data layer's tick it was made at (for w.shown).
+func (w *workspace) mountView() (int, int64, error) {
+	shown := w.d.tick()
+	mfd, err := overlayDetached(w.lower(), w.d.dataDir(), w.upper(), w.work())
+	if err != nil {
+		return -1, 0, err
+	}
+	if err := w.holder.bindDetached(mfd, w.rec.Path); err != nil {
+		unix.Close(mfd)
+		return -1, 0, err
+	}
+	return mfd, shown, nil
 }
 
 // Discard drops a Workspace's uncommitted changes; it keeps its lease.

@@ -230,13 +230,7 @@ func (s *spares) refresh(sp *spare, head object.ID) error {
 	if err := w.makeDirs(); err != nil {
 		return undo(err)
 	}
-	shown := s.d.tick()
-	mfd, err := overlayDetached(w.lower(), s.d.dataDir(), w.upper(), w.work())
-	if err == nil {
-		if err = w.holder.bindDetached(mfd, w.rec.Path); err != nil {
-			unix.Close(mfd)
-		}
-	}
+	mfd, shown, err := w.mountView()
 	if err != nil {
 		removeInBackground(w.upper(), w.work())
 		return undo(err)

@@ -49,15 +49,6 @@ func (c *cache[V]) add(id object.ID, v V) {
 	c.m[id] = v
 }
 
-// KnownCommit reports whether id is a Commit this process has read or
-// landed, from memory alone: a Commit that just landed is looked up by
-// its id right after (a Workspace's next view), and ruling out a branch
-// or layer of that name would take two queries.
-func (s *Store) KnownCommit(id object.ID) bool {
-	_, ok := s.commits.get(id)
-	return ok
-}
-
 // CacheCommit remembers a commit this process just landed. c must not be
 // modified afterwards.
 func (s *Store) CacheCommit(id object.ID, c *Commit) { s.commits.add(id, c) }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -71,8 +72,9 @@ type checkpointer struct {
 	// armed says the checkpointer's timer is set: a small write that
 	// leaves owed under checkpointBytes then need not wake it. (Waking a
 	// parked thread is a system call here, and on a machine whose idle
-	// cores halt, a core's wake-up; it was done on every commit.)
-	armed bool
+	// cores halt, a core's wake-up; it was done on every commit.) Only
+	// run changes it.
+	armed atomic.Bool
 	wake  chan struct{}
 	quit  chan struct{}
 	done  chan struct{}
@@ -108,7 +110,7 @@ func (c *checkpointer) wrote(n int64) {
 	if large {
 		c.large = time.Now()
 	}
-	wake := large || !c.armed || c.owed >= checkpointBytes
+	wake := large || !c.armed.Load() || c.owed >= checkpointBytes
 	c.mu.Unlock()
 	if wake {
 		select {
@@ -126,19 +128,12 @@ func (c *checkpointer) run() {
 	timer.Stop()
 	// The timer runs checkpointDelay after the first small write, or
 	// until writes pause after a large one.
-	pending := false
-	setPending := func(p bool) {
-		pending = p
-		c.mu.Lock()
-		c.armed = p
-		c.mu.Unlock()
-	}
 	arm := func(d time.Duration) {
-		if pending {
+		if c.armed.Load() {
 			timer.Stop()
 		}
 		timer.Reset(d)
-		setPending(true)
+		c.armed.Store(true)
 	}
 	for {
 		select {
@@ -148,7 +143,7 @@ func (c *checkpointer) run() {
 			owed, wait := c.due()
 			switch {
 			case owed < checkpointBytes:
-				if !pending {
+				if !c.armed.Load() {
 					arm(checkpointDelay)
 				}
 				continue
@@ -156,12 +151,12 @@ func (c *checkpointer) run() {
 				arm(wait)
 				continue
 			}
-			if pending {
+			if c.armed.Load() {
 				timer.Stop()
-				setPending(false)
+				c.armed.Store(false)
 			}
 		case <-timer.C:
-			setPending(false)
+			c.armed.Store(false)
 			if _, wait := c.due(); wait > 0 {
 				arm(wait)
 				continue
