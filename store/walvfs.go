@@ -179,6 +179,7 @@ func walOpen(tls *libc.TLS, pVfs, zName, pFile uintptr, flags int32, pOutFlags u
 			wrapDBMethods(orig)
 		}
 		if orig == walVFS.dbOrig {
+			trackDBFile(tls, pFile)
 			fileStruct(pFile).FpMethods = uintptr(unsafe.Pointer(&dbMethods))
 		}
 	}
@@ -202,12 +203,23 @@ func wrapWALMethods(orig uintptr) {
 }
 
 // wrapDBMethods makes dbMethods the unix methods with the WAL-index
-// unlock and barrier flushing the connection's WAL buffer first.
+// unlock and barrier flushing the connection's WAL buffer first, and a
+// checkpoint's writes gathered (ckptvfs.go).
 func wrapDBMethods(orig uintptr) {
 	dbOrigM = *(*sqlite3.Tsqlite3_io_methods)(cmem(orig))
 	dbMethods = dbOrigM
 	setFunc(&dbMethods.FxShmLock, dbShmLock)
 	setFunc(&dbMethods.FxShmBarrier, dbShmBarrier)
+	setFunc(&dbMethods.FxWrite, dbWrite)
+	setFunc(&dbMethods.FxFileControl, dbFileControl)
+	setFunc(&dbMethods.FxClose, dbClose)
+	setFunc(&dbMethods.FxRead, dbRead)
+	setFunc(&dbMethods.FxTruncate, dbTruncate)
+	setFunc(&dbMethods.FxSync, dbSync)
+	setFunc(&dbMethods.FxFileSize, dbFileSize)
+	setFunc(&dbMethods.FxLock, dbLock)
+	setFunc(&dbMethods.FxUnlock, dbUnlock)
+	setFunc(&dbMethods.FxFetch, dbFetch)
 }
 
 var walOrigM, dbOrigM sqlite3.Tsqlite3_io_methods
@@ -239,6 +251,11 @@ func walClose(tls *libc.TLS, f uintptr) int32 {
 func walRead(tls *libc.TLS, f, buf uintptr, n int32, off int64) int32 {
 	if rc := flushFile(tls, f); rc != sqlite3.SQLITE_OK {
 		return rc
+	}
+	if dbFiles.gathering.Load() > 0 {
+		if rc, ok := ckptRead(tls, f, buf, n, off); ok {
+			return rc
+		}
 	}
 	return call[rwFunc](walOrigM.FxRead)(tls, f, buf, n, off)
 }
@@ -278,6 +295,9 @@ func walFileControl(tls *libc.TLS, f uintptr, op int32, arg uintptr) int32 {
 func dbShmLock(tls *libc.TLS, f uintptr, ofst, n, flags int32) int32 {
 	if flags&sqlite3.SQLITE_SHM_UNLOCK != 0 {
 		flushOwn(tls)
+		flushDB(tls, f)
+	} else if rc := flushDB(tls, f); rc != sqlite3.SQLITE_OK {
+		return rc
 	}
 	return call[shmLockFunc](dbOrigM.FxShmLock)(tls, f, ofst, n, flags)
 }
@@ -291,6 +311,9 @@ func dbShmBarrier(tls *libc.TLS, f uintptr) {
 	rc, flushed := flushOwn(tls)
 	if flushed {
 		walVFS.late.Add(1)
+	}
+	if rc == sqlite3.SQLITE_OK {
+		rc = flushDB(tls, f)
 	}
 	if rc != sqlite3.SQLITE_OK {
 		panic(fmt.Sprintf("layerfs: a WAL write failed (SQLite code %d) where SQLite cannot be told; stopping before it publishes the frames", rc))
