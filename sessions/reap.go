@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"bytes"
 	"os"
 	"strconv"
 	"sync"
@@ -91,35 +92,69 @@ func killIn(ns map[uint64]bool) int {
 }
 
 // processesIn lists the processes (other than the daemon) whose mount
-// namespace is one of ns.
+// namespace is one of ns. It reads each process's ns/mnt link
+// ("mnt:[inode]") relative to an open /proc: a stat of the link, which
+// follows it into nsfs, took twice as long (0.57 against 0.26 ms a scan
+// of ~70 processes), and a commit waits for two scans.
 func processesIn(ns map[uint64]bool) []int {
-	ents, err := os.ReadDir("/proc")
+	proc, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer proc.Close()
+	names, err := proc.Readdirnames(-1)
 	if err != nil {
 		return nil
 	}
 	self := os.Getpid()
 	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
+	var buf [64]byte
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
 		if err != nil || pid == self {
 			continue
 		}
-		var st unix.Stat_t
-		if unix.Stat("/proc/"+e.Name()+"/ns/mnt", &st) == nil && ns[st.Ino] {
+		n, err := unix.Readlinkat(int(proc.Fd()), name+"/ns/mnt", buf[:])
+		if err != nil {
+			continue // gone, or not ours to look at
+		}
+		if ino, ok := nsInode(buf[:n]); ok && ns[ino] {
 			out = append(out, pid)
 		}
 	}
 	return out
 }
 
+// lastPID returns the last process ID the kernel handed out in this PID
+// namespace (which also numbers the processes of any below it), or 0.
+func lastPID() int {
+	b, err := os.ReadFile("/proc/sys/kernel/ns_last_pid")
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(string(bytes.TrimSpace(b)))
+	return pid
+}
+
+// nsInode parses a namespace link's target, "mnt:[4026531841]".
+func nsInode(link []byte) (uint64, bool) {
+	i := bytes.IndexByte(link, '[')
+	if i < 0 || len(link) < i+3 || link[len(link)-1] != ']' {
+		return 0, false
+	}
+	ino, err := strconv.ParseUint(string(link[i+1:len(link)-1]), 10, 64)
+	return ino, err == nil
+}
+
 // running counts the processes still running in namespace ns; zero when
 // no command ever ran there. The caller must keep new commands from
 // starting there meanwhile (commit holds the Workspace's lock): when none
 // runs, ns is no longer tracked, so ending the Workspace right after need
-// not scan for processes again; the next command tracks it anew. None
-// runs only if two scans in a row find none: a process that forks and
-// exits between one scan's listing of /proc and its look at the process
-// leaves a child the listing missed, which the next listing has.
+// not scan for processes again; the next command tracks it anew. A
+// process that forks and exits between a scan's listing of /proc and its
+// look at the process leaves a child the listing missed, which the next
+// listing has: so none runs only if a scan finds none and no process was
+// made meanwhile (lastPID), or two scans in a row find none.
 func (r *reaper) running(ns uint64) int {
 	r.mu.Lock()
 	tracked := r.ns[ns]
@@ -128,8 +163,9 @@ func (r *reaper) running(ns uint64) int {
 		return 0
 	}
 	in := map[uint64]bool{ns: true}
+	before := lastPID()
 	n := len(processesIn(in))
-	if n == 0 {
+	if n == 0 && (before == 0 || lastPID() != before) {
 		n = len(processesIn(in))
 	}
 	if n == 0 {
