@@ -59,10 +59,13 @@ type Capture struct {
 // Store's FUSE mount costs about as much as cloning it.
 const DataFileMin = 1 << 20
 
-// A Clone is a clone of an upper file, at Tmp, that holds content ID.
+// A Clone is a data file of content ID in the making: a clone of an
+// upper file, at Tmp, or one still to make once the Commit lands (Later,
+// Make; see patchThenClone).
 type Clone struct {
-	Tmp string
-	ID  object.ID
+	Tmp   string
+	ID    object.ID
+	later *later
 }
 
 // A DataLayer keeps data files, on the upperdir's filesystem, of some big
@@ -130,7 +133,11 @@ func capture(s *store.Store, u Upper, content extents.Store, stage *store.Stage)
 		cap: &Capture{Changes: &Changeset{Base: u.Base}, Content: stage}}
 	if err := cw.dir(u.Dir, "", "", c.Tree); err != nil {
 		for _, c := range cw.cap.Clones {
-			os.Remove(c.Tmp) // their Changes will not be published
+			if c.Later() {
+				c.Release()
+			} else {
+				os.Remove(c.Tmp) // their Changes will not be published
+			}
 		}
 		return nil, fmt.Errorf("capture %s: %w", u.Dir, err)
 	}
@@ -271,6 +278,9 @@ func (cw *capturer) file(abs, path, lowerPath string, e store.Entry, lower *stor
 // size: nothing wrote f since the clone, so what capture read is the
 // clone's bytes.
 func (cw *capturer) cloned(f *os.File, size int64, lowerPath string, e, lower *store.Entry) (extents.File, error) {
+	if content, ok, err := cw.patchThenClone(f, size, lower); ok || err != nil {
+		return content, err
+	}
 	tmp, err := cw.data.Clone(f)
 	if err != nil {
 		return cw.fileContent(f, size, lowerPath, e, lower, true) // no data file: copy-ups read FUSE

@@ -77,7 +77,7 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 		publish.Meta{Origin: store.OriginSession + w.rec.ID, Message: msg, Force: req.Force, DeferAudit: true, Landing: moveLease})
 	if w.d.data != nil && err == nil && res.Status == publish.Committed {
 		landed = true
-		w.d.data.keep(c.Clones)
+		w.d.data.land(c.Clones)
 		w.d.data.evict(w.d.oldestView())
 	}
 	if err != nil {

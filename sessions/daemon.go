@@ -247,6 +247,9 @@ func (d *Daemon) teardown() error {
 	var errs []error
 	d.retiring.Wait()
 	d.warming.Wait()
+	if d.data != nil {
+		d.data.made.Wait()
+	}
 	errs = append(errs, unmount(d.dir("mnt")))
 	if d.fuse != nil {
 		errs = append(errs, d.fuse.Unmount())

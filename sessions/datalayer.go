@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -53,6 +54,11 @@ type dataLayer struct {
 	mu    sync.Mutex
 	files map[object.ID]*dataFile
 	bytes int64
+	// making holds the data files being made after their Commit landed
+	// (publish.Clone.Make), closed when each is done; made counts them
+	// for Close.
+	making map[object.ID]chan struct{}
+	made   sync.WaitGroup
 }
 
 type dataFile struct {
@@ -68,7 +74,7 @@ func openDataLayer(dir string, max int64, log func(string, ...any)) (*dataLayer,
 	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
 		return nil, err
 	}
-	l := &dataLayer{dir: dir, max: max, log: log, files: map[object.ID]*dataFile{}}
+	l := &dataLayer{dir: dir, max: max, log: log, files: map[object.ID]*dataFile{}, making: map[object.ID]chan struct{}{}}
 	if left, err := os.ReadDir(filepath.Join(dir, "tmp")); err == nil {
 		for _, e := range left {
 			os.Remove(filepath.Join(dir, "tmp", e.Name()))
@@ -134,9 +140,21 @@ func (l *dataLayer) tick() int64 { return l.clock.Add(1) }
 // redirect is the FUSE mount's fusefs.Options.DataRedirect: the path of
 // id's data file in the data-only layer, or "" — also when the data file
 // does not have the content's size, which no data file should lack.
+//
+// A data file still being made is waited for: without it, the copy-up of
+// the file reads it all through the mount (20+ ms for 32 MiB, against
+// ~1 ms for the clone).
 func (l *dataLayer) redirect(id object.ID, size int64) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if ch := l.making[id]; ch != nil {
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-time.After(makeWait):
+		}
+		l.mu.Lock()
+	}
 	f := l.files[id]
 	if f == nil || f.size != size {
 		return ""
@@ -189,8 +207,57 @@ func (l *dataLayer) keep(cs []publish.Clone) {
 // drop removes clones of a Commit that did not land.
 func (l *dataLayer) drop(cs []publish.Clone) {
 	for _, c := range cs {
-		os.Remove(c.Tmp)
+		if c.Later() {
+			c.Release()
+		} else {
+			os.Remove(c.Tmp)
+		}
 	}
+}
+
+// makeWait bounds how long a lookup waits for a data file being made.
+const makeWait = 200 * time.Millisecond
+
+// land keeps the clones of a Commit that landed: those made already at
+// once, the others in the background (make).
+func (l *dataLayer) land(cs []publish.Clone) {
+	var now []publish.Clone
+	for _, c := range cs {
+		if c.Later() {
+			l.make(c)
+		} else {
+			now = append(now, c)
+		}
+	}
+	l.keep(now)
+}
+
+// make makes c's data file in the background, and keeps it if it holds
+// c's content; lookups of that content wait for it meanwhile.
+func (l *dataLayer) make(c publish.Clone) {
+	l.mu.Lock()
+	if l.files[c.ID] != nil || l.making[c.ID] != nil {
+		l.mu.Unlock()
+		c.Release()
+		return
+	}
+	done := make(chan struct{})
+	l.making[c.ID] = done
+	l.made.Add(1)
+	l.mu.Unlock()
+	go func() {
+		defer l.made.Done()
+		tmp, err := c.Make(l)
+		if err != nil {
+			l.log("%v", err)
+		} else {
+			l.keep([]publish.Clone{{Tmp: tmp, ID: c.ID}})
+		}
+		l.mu.Lock()
+		delete(l.making, c.ID)
+		l.mu.Unlock()
+		close(done)
+	}()
 }
 
 // evict removes data files, least recently announced first, while they
