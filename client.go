@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 
@@ -32,13 +31,9 @@ type APIError struct {
 func (e *APIError) Error() string { return fmt.Sprintf("daemon: %s (%s)", e.Msg, e.Code) }
 
 // Dial returns a Client for the daemon listening on socket. It connects
-// lazily, per request.
+// lazily, at the first request, and keeps its connections for the next.
 func Dial(socket string) *Client {
-	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", socket)
-	}}
-	return &Client{socket: socket, http: &http.Client{Transport: tr}}
+	return &Client{socket: socket, http: &http.Client{Transport: &syncTransport{socket: socket}}}
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
