@@ -37,7 +37,8 @@ type ExecRequest struct {
 	Env []string `json:"env,omitempty"`
 	// Cwd is relative to the Workspace root, or absolute inside the
 	// namespace; default the Workspace root.
-	Cwd   string `json:"cwd,omitempty"`
+	Cwd string `json:"cwd,omitempty"`
+	// Stdin is the command's standard input; empty: /dev/null.
 	Stdin string `json:"stdin,omitempty"`
 	// TimeoutMS kills the command's process group after this long; 0: none.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`

@@ -84,3 +84,50 @@ func alive(pid int) bool {
 	i := strings.LastIndexByte(string(stat), ')')
 	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
+
+// TestExecTimeoutAndCancel: a command past its timeout is killed with its
+// whole process group and reported as timed out; a request whose client
+// goes away kills its command too; a command given no stdin reads
+// /dev/null rather than waiting for input.
+func TestExecTimeoutAndCancel(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
+	w := d.create(t, "main")
+	ctx := context.Background()
+
+	start := time.Now()
+	res, err := d.Exec(ctx, w.ID, api.ExecRequest{Argv: []string{"sh", "-c", "sleep 300 & sleep 300"}, TimeoutMS: 200}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.TimedOut || res.ExitCode != 128+int(syscall.SIGKILL) {
+		t.Errorf("past its timeout: timed_out %v, exit %d; want true, %d", res.TimedOut, res.ExitCode, 128+int(syscall.SIGKILL))
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("a 200 ms timeout returned after %v", took)
+	}
+
+	// The client goes away: the command goes with it, and a later command
+	// finds nothing left (a commit is not refused for running processes).
+	cctx, cancel := context.WithCancel(ctx)
+	time.AfterFunc(200*time.Millisecond, cancel)
+	res, err = d.Exec(cctx, w.ID, api.ExecRequest{Argv: []string{"sh", "-c", "echo x > a.txt; sleep 300"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TimedOut || res.ExitCode != 128+int(syscall.SIGKILL) {
+		t.Errorf("cancelled: timed_out %v, exit %d; want false, %d", res.TimedOut, res.ExitCode, 128+int(syscall.SIGKILL))
+	}
+	if _, err := d.Commit(w.ID, api.CommitRequest{}); err != nil {
+		t.Errorf("commit after the cancelled command: %v", err)
+	}
+
+	start = time.Now()
+	res = d.exec(t, w.ID, nil, "sh", "-c", "cat; echo done")
+	if res.ExitCode != 0 || res.Stdout != "done\n" || time.Since(start) > 10*time.Second {
+		t.Errorf("a command reading stdin, given none: %+v after %v", res, time.Since(start))
+	}
+	res, err = d.Exec(ctx, w.ID, api.ExecRequest{Argv: []string{"cat"}, Stdin: "in\n"}, nil)
+	if err != nil || res.Stdout != "in\n" {
+		t.Errorf("cat with stdin: %+v, %v", res, err)
+	}
+}

@@ -53,17 +53,12 @@ func (w *workspace) exec(ctx context.Context, req api.ExecRequest, stream func(a
 	if err != nil {
 		return api.ExecResult{}, err
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var waitErr error
-	timedOut := false
-	select {
-	case waitErr = <-done:
-	case <-ctx.Done():
-		timedOut = errors.Is(ctx.Err(), context.DeadlineExceeded)
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the whole process group
-		waitErr = <-done
-	}
+	// Waited for here, not on a goroutine of its own: one hand-off less
+	// between the command's exit and the reply. A cancelled request (the
+	// client went away) or the timeout kills the whole process group.
+	stop := context.AfterFunc(ctx, func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	waitErr := cmd.Wait()
+	timedOut := !stop() && errors.Is(ctx.Err(), context.DeadlineExceeded)
 	for _, p := range pipes {
 		p.exited()
 	}
@@ -157,7 +152,9 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 		cmd = exec.Command(req.Argv[0], req.Argv[1:]...)
 		cmd.Dir = dir
 		cmd.Env = req.Env
-		cmd.Stdin = strings.NewReader(req.Stdin)
+		if req.Stdin != "" { // else /dev/null
+			cmd.Stdin = strings.NewReader(req.Stdin)
+		}
 		cmd.Stdout, cmd.Stderr = stdout.w, stderr.w
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		// Only stdin goes through a goroutine of exec's: once the command
