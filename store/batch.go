@@ -253,6 +253,7 @@ func (s *Store) writePack(objs []*pendingObject, more func() bool) (BatchStats, 
 	if err := tx.Commit(); err != nil {
 		return BatchStats{}, fmt.Errorf("write pack: %w", err)
 	}
+	s.rememberExtents(objs)
 	s.wrote(st.StoredBytes, more())
 	return st, nil
 }

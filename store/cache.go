@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"sync"
 
 	"github.com/layerfs/layerfs/object"
@@ -12,6 +13,7 @@ const (
 	treeCacheMax     = 16384
 	treeNodeCacheMax = 8192 // ~2 KB each
 	commitCacheMax   = 4096
+	extentCacheMax   = 2048 // 2–9 KB each
 )
 
 // cache keeps decoded objects by ID. What it hands out is shared: callers
@@ -52,3 +54,26 @@ func (c *cache[V]) add(id object.ID, v V) {
 // CacheCommit remembers a commit this process just landed. c must not be
 // modified afterwards.
 func (s *Store) CacheCommit(id object.ID, c *Commit) { s.commits.add(id, c) }
+
+// Extent nodes are cached by the Store, as read and as written: a
+// Workspace that edits a big file again and again patches, each time, the
+// version its last commit wrote, and reading its extent nodes back was
+// ~0.2 ms of each commit (four or five queries). Callers get a copy.
+
+func (s *Store) cachedExtent(id object.ID) ([]byte, bool) {
+	raw, ok := s.extents.get(id)
+	if !ok {
+		return nil, false
+	}
+	return bytes.Clone(raw), true
+}
+
+// rememberExtents caches the extent nodes among objs, which a write
+// transaction just committed.
+func (s *Store) rememberExtents(objs []*pendingObject) {
+	for _, o := range objs {
+		if o.kind == object.KindExtent && o.written {
+			s.extents.add(o.id, bytes.Clone(o.raw))
+		}
+	}
+}

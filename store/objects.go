@@ -109,12 +109,20 @@ func (s *Store) Get(id object.ID, k object.Kind) ([]byte, error) {
 
 // getKind is get for an object that must be of kind k.
 func (s *Store) getKind(get *sql.Stmt, id object.ID, k object.Kind) ([]byte, error) {
+	if k == object.KindExtent {
+		if data, ok := s.cachedExtent(id); ok {
+			return data, nil
+		}
+	}
 	data, kind, err := s.get(get, id, maxDeltaDepth+1)
 	if err != nil {
 		return nil, err
 	}
 	if kind != k {
 		return nil, wrongKind(id, kind, k)
+	}
+	if k == object.KindExtent {
+		s.extents.add(id, bytes.Clone(data))
 	}
 	return data, nil
 }

@@ -85,6 +85,7 @@ type Store struct {
 	// encodes and stages only the nodes it does not share.
 	treeLayouts cache[*treeLayout]
 	treeNodes   cache[[]byte] // the nodes below large directories' roots
+	extents     cache[[]byte] // extent nodes read or written lately
 	commits     cache[*Commit]
 	initTree    atomic.Value // object.ID of init's tree, once known
 	// failAudit makes AppendBlame fail: a failure point for tests.
@@ -113,6 +114,7 @@ func open(path string, opts Options) (*Store, error) {
 	}
 	s := &Store{path: path, opts: opts}
 	s.trees.max, s.commits.max, s.treeLayouts.max, s.treeNodes.max = treeCacheMax, commitCacheMax, treeCacheMax, treeNodeCacheMax
+	s.extents.max = extentCacheMax
 	var err error
 	if s.codec, err = newCodec(); err != nil {
 		return nil, err

@@ -49,6 +49,7 @@ func (s *Store) Update(fn func(tx *RefTx) error) error {
 		return fmt.Errorf("commit: %w", err)
 	}
 	rt.countStages()
+	s.rememberExtents(rt.objs)
 	s.wrote(rt.storedBytes(), false)
 	return nil
 }
