@@ -156,6 +156,15 @@ func bigFilesCloned(t *testing.T, cfg sessions.Config) {
 		if res.Receipt.BytesStored > 256<<10 {
 			t.Errorf("edit %d: stored %d bytes", i, res.Receipt.BytesStored)
 		}
+		if i == 0 {
+			// Its data file, made after the commit, is what the next
+			// Workspace reads: the commit's read-ahead (warm.go) must not
+			// read the new version through the Store's mount meanwhile.
+			time.Sleep(300 * time.Millisecond)
+			if cached, _ := cachedPages(t, filepath.Join(d.stateDir, "lower", res.Commit, "big.bin")); cached != 0 {
+				t.Errorf("edit %d: %d pages of the new version were read through the mount", i, cached)
+			}
+		}
 		if err := d.End(w.ID, false); err != nil {
 			t.Fatal(err)
 		}

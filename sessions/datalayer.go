@@ -127,6 +127,13 @@ func (l *dataLayer) DataFile(id object.ID) string {
 	return l.path(id)
 }
 
+// holds reports whether the layer has a data file of id, or is making one.
+func (l *dataLayer) holds(id object.ID) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.files[id] != nil || l.making[id] != nil
+}
+
 // tmpName is a new name in the layer's tmp directory.
 func (l *dataLayer) tmpName() string {
 	var name [8]byte

@@ -1,6 +1,9 @@
 package sessions
 
 import (
+	"os"
+	"path/filepath"
+
 	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/publish"
 	"github.com/layerfs/layerfs/store"
@@ -29,29 +32,31 @@ const (
 )
 
 // warmPaths lists the files of the new Commit worth caching: big regular
-// files the changes rewrote that were in the old lease too.
-func warmPaths(s *store.Store, oldLease object.ID, cs *publish.Changeset, data *dataLayer) []string {
+// files the changes rewrote that were in the old lease too. It also lists
+// those it leaves out because a data file holds their content (primed):
+// for them the mount only answers the lookup.
+func warmPaths(s *store.Store, oldLease object.ID, cs *publish.Changeset, data *dataLayer) (cached, primed []string) {
 	old, err := s.Commit(oldLease)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
-	var out []string
 	var total int64
 	for _, c := range cs.Changes {
 		e := c.Entry
 		if e == nil || e.Type != store.TypeFile || e.Size < warmMin || total+e.Size > warmMax {
 			continue
 		}
-		if data != nil && data.DataFile(e.ID) != "" {
-			continue // read and copied up from its data file, never the mount
+		if data != nil && data.holds(e.ID) {
+			primed = append(primed, c.Path) // read and copied up from its data file, never the mount
+			continue
 		}
 		if was, err := s.Lookup(old.Tree, c.Path); err != nil || was.Type != store.TypeFile {
 			continue
 		}
-		out = append(out, c.Path)
+		cached = append(cached, c.Path)
 		total += e.Size
 	}
-	return out
+	return cached, primed
 }
 
 // warm puts the big files cs modified, as commit holds them, into the
@@ -68,7 +73,15 @@ func (d *Daemon) warm(oldLease, commit object.ID, cs *publish.Changeset) {
 	d.mu.Unlock()
 	go func() {
 		defer d.warming.Done()
-		for _, p := range warmPaths(d.s, oldLease, cs, d.data) {
+		cached, primed := warmPaths(d.s, oldLease, cs, d.data)
+		// A big file with a data file is copied up from it, but the
+		// overlay still looks it up in the mount first: a FUSE request and
+		// a read of the new Commit's trees, done here rather than in the
+		// command's open.
+		for _, p := range primed {
+			os.Lstat(d.dir("lower", commit.String(), filepath.FromSlash(p)))
+		}
+		for _, p := range cached {
 			if err := srv.CacheFile(commit, p); err != nil {
 				d.log.Printf("cache %s:%s: %v", commit.Short(), p, err)
 			}
