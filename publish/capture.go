@@ -73,8 +73,9 @@ type Clone struct {
 // fusefs.Options.DataRedirect). A file copied up from such a layer is a
 // clone sharing its blocks, so capture compares block maps, not bytes
 // (capture_extents.go). Capture makes the data file of a big file the
-// Workspace modified by cloning it and storing the clone's content, and
-// lists it in Capture.Clones; new files get none.
+// Workspace modified by cloning it, before it reads it or, when block
+// maps show what changed, once the Commit lands (Clone.Make); it lists
+// them in Capture.Clones. New files get none.
 type DataLayer interface {
 	// DataFile returns the path of content id's data file, or "".
 	DataFile(id object.ID) string
@@ -271,12 +272,14 @@ func (cw *capturer) file(abs, path, lowerPath string, e store.Entry, lower *stor
 // cloned stores the content of a big upper file f, about size bytes,
 // that replaced lower, and makes a data file of it: a clone whose bytes
 // are exactly the content stored, or none. If f was copied up by cloning
-// lower's data file, the clone's block map shows what changed, and the
-// changed ranges are read from the clone itself, at the clone's size.
-// Otherwise capture reads f, whose pages are cached, and keeps the clone
-// only if f still shares every block with it afterwards and has its
-// size: nothing wrote f since the clone, so what capture read is the
-// clone's bytes.
+// lower's data file, its block map shows what changed: those ranges are
+// read from f, and the data file is made once the Commit lands
+// (patchThenClone). Otherwise f is cloned first; if the clone's block map
+// shows what changed after all, the changed ranges are read from the
+// clone, at the clone's size. Else capture reads f, whose pages are
+// cached, and keeps the clone only if f still shares every block with it
+// afterwards and has its size: nothing wrote f since the clone, so what
+// capture read is the clone's bytes.
 func (cw *capturer) cloned(f *os.File, size int64, lowerPath string, e, lower *store.Entry) (extents.File, error) {
 	if content, ok, err := cw.patchThenClone(f, size, lower); ok || err != nil {
 		return content, err

@@ -22,8 +22,10 @@ import (
 const dataDirName = ".data"
 
 // dataVersion names the rules data files were made under, in the layer's
-// dataVersionFile: 2 since capture clones a file before it reads it (the
-// data files of version 1, cloned after, could hold other bytes).
+// dataVersionFile: 2 since a data file holds exactly the content it is
+// named for — cloned before capture reads the file, or after and then
+// checked (publish.Clone.Make). The data files of version 1, cloned after
+// and not checked, could hold other bytes.
 const (
 	dataVersion     = "2"
 	dataVersionFile = "version"
