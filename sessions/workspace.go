@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -218,6 +219,13 @@ func (d *Daemon) Inspect(id string) (api.Workspace, error) {
 
 // pending lists the uncommitted changed paths, hashing but storing nothing.
 func (w *workspace) pending() ([]string, error) {
+	// Every change leaves an entry in the upperdir: an empty one holds
+	// none, and the ignore rules need not be read (the branch head, read
+	// through a reader whose cache the last commit dropped: ~0.15 ms of an
+	// end right after a commit).
+	if empty, err := dirEmpty(w.upper()); err == nil && empty {
+		return nil, nil
+	}
 	rules, err := w.ignoreRules(false)
 	if err != nil {
 		return nil, err
@@ -227,6 +235,20 @@ func (w *workspace) pending() ([]string, error) {
 		return nil, err
 	}
 	return c.Changes.Paths(), nil
+}
+
+// dirEmpty reports whether directory dir has no entries.
+func dirEmpty(dir string) (bool, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	_, err = f.Readdirnames(1)
+	if err == io.EOF {
+		return true, nil
+	}
+	return false, err
 }
 
 // captured describes the Workspace's upperdir for capture.
