@@ -66,7 +66,7 @@ func (t *syncTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return fail(err)
 	}
-	resp.Body = &syncBody{ReadCloser: resp.Body, t: t, c: c, stop: stop, keep: !resp.Close}
+	resp.Body = &syncBody{ReadCloser: resp.Body, ctx: ctx, t: t, c: c, stop: stop, keep: !resp.Close}
 	return resp, nil
 }
 
@@ -142,6 +142,7 @@ func (t *syncTransport) CloseIdleConnections() {
 // connection back for the next request.
 type syncBody struct {
 	io.ReadCloser
+	ctx  context.Context
 	t    *syncTransport
 	c    *syncConn
 	stop func() bool
@@ -154,6 +155,8 @@ func (b *syncBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err == io.EOF {
 		b.eof = true
+	} else if err != nil && b.ctx.Err() != nil {
+		err = b.ctx.Err() // the deadline in the past was the context's
 	}
 	return n, err
 }
@@ -163,8 +166,17 @@ func (b *syncBody) Close() error {
 		return nil
 	}
 	b.done = true
+	if !b.eof || !b.keep {
+		// Closed before its end: the connection goes, first, or closing
+		// the body would read the rest (a streamed command's output, until
+		// it exits), and the daemon learns the client left.
+		b.stop()
+		b.c.conn.Close()
+		b.ReadCloser.Close()
+		return nil
+	}
 	err := b.ReadCloser.Close()
-	if b.stop() && b.eof && b.keep && err == nil {
+	if b.stop() && err == nil {
 		b.t.put(b.c)
 	} else {
 		b.c.conn.Close()

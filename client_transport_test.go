@@ -46,6 +46,9 @@ func serveUnix(t *testing.T, path string, h http.Handler) (*countingListener, fu
 	return cl, stop
 }
 
+// streamGone is told when a /stream request's client has gone.
+var streamGone = make(chan struct{}, 1)
+
 func echoHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -56,6 +59,19 @@ func echoHandler() http.Handler {
 			}
 		case "/big":
 			io.WriteString(w, strings.Repeat("x", 1<<20))
+		case "/stream":
+			for {
+				if _, err := io.WriteString(w, "line\n"); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+				select {
+				case <-r.Context().Done():
+					streamGone <- struct{}{}
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
 		default:
 			body, _ := io.ReadAll(r.Body)
 			fmt.Fprintf(w, "%s %s %s", r.Method, r.URL.Path, body)
@@ -127,6 +143,26 @@ func TestSyncTransport(t *testing.T) {
 	resp.Body.Close()
 	if got, err := get(t, c, ctx, "/again"); err != nil || got != "POST /again hi" {
 		t.Fatalf("after an unread body: %q, %v", got, err)
+	}
+
+	// A stream closed before its end returns at once, and the daemon
+	// learns the client left.
+	req, _ = http.NewRequest(http.MethodGet, "http://layerfs/stream", nil)
+	if resp, err = c.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(resp.Body, make([]byte, 10)); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	resp.Body.Close()
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("closing a stream before its end took %v", d)
+	}
+	select {
+	case <-streamGone:
+	case <-time.After(5 * time.Second):
+		t.Error("the server did not see the client leave the stream")
 	}
 
 	var wg sync.WaitGroup

@@ -28,6 +28,12 @@ import (
 // and outside those ranges the content capture stored is the old one;
 // so then the clone holds exactly that content.
 
+// laterMax is the most capture reads of a file whose data file it makes
+// after the commit: it keeps a copy of those bytes until then. (Past the
+// old version's end, as when a big file grows, the changed ranges are
+// not bounded by patchLimit.)
+const laterMax = 16 << 20
+
 // recorder is an io.ReaderAt that keeps a copy of what it read.
 type recorder struct {
 	r     io.ReaderAt
@@ -72,6 +78,13 @@ func (cw *capturer) patchThenClone(f *os.File, size int64, lower *store.Entry) (
 	if err != nil {
 		return extents.File{}, false, nil
 	}
+	var n int64
+	for _, r := range ranges {
+		n += r.Len
+	}
+	if n > laterMax {
+		return extents.File{}, false, nil // too much to keep a copy of: clone first
+	}
 	rec := &recorder{r: f}
 	content, err := cw.applyRanges(rec, size, old, ranges)
 	if err != nil {
@@ -80,11 +93,10 @@ func (cw *capturer) patchThenClone(f *os.File, size int64, lower *store.Entry) (
 	if content == old {
 		return content, true, nil // copied up, not changed: no new data file
 	}
-	fd, err := unix.Dup(int(f.Fd()))
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0) // no command may inherit it
 	if err != nil {
 		return content, true, nil // no data file: copy-ups read FUSE
 	}
-	unix.CloseOnExec(fd)
 	cw.cap.Clones = append(cw.cap.Clones, Clone{ID: content.ID, later: &later{
 		src: os.NewFile(uintptr(fd), f.Name()), size: size, base: data, baseSize: old.Size, reads: rec.reads}})
 	return content, true, nil

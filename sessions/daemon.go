@@ -248,7 +248,7 @@ func (d *Daemon) teardown() error {
 	d.retiring.Wait()
 	d.warming.Wait()
 	if d.data != nil {
-		d.data.made.Wait()
+		d.data.close()
 	}
 	errs = append(errs, unmount(d.dir("mnt")))
 	if d.fuse != nil {

@@ -58,9 +58,10 @@ type dataLayer struct {
 	bytes int64
 	// making holds the data files being made after their Commit landed
 	// (publish.Clone.Make), closed when each is done; made counts them
-	// for Close.
+	// for the daemon's Close, after which (closed) none is made.
 	making map[object.ID]chan struct{}
 	made   sync.WaitGroup
+	closed bool
 }
 
 type dataFile struct {
@@ -245,7 +246,7 @@ func (l *dataLayer) land(cs []publish.Clone) {
 // c's content; lookups of that content wait for it meanwhile.
 func (l *dataLayer) make(c publish.Clone) {
 	l.mu.Lock()
-	if l.files[c.ID] != nil || l.making[c.ID] != nil {
+	if l.closed || l.files[c.ID] != nil || l.making[c.ID] != nil {
 		l.mu.Unlock()
 		c.Release()
 		return
@@ -314,6 +315,14 @@ func (l *dataLayer) evict(oldest int64) {
 	for _, p := range gone {
 		os.Remove(p)
 	}
+}
+
+// close waits for the data files being made, and makes no more.
+func (l *dataLayer) close() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.made.Wait()
 }
 
 // stats reports the data files and their bytes.

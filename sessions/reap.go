@@ -125,17 +125,6 @@ func processesIn(ns map[uint64]bool) []int {
 	return out
 }
 
-// lastPID returns the last process ID the kernel handed out in this PID
-// namespace (which also numbers the processes of any below it), or 0.
-func lastPID() int {
-	b, err := os.ReadFile("/proc/sys/kernel/ns_last_pid")
-	if err != nil {
-		return 0
-	}
-	pid, _ := strconv.Atoi(string(bytes.TrimSpace(b)))
-	return pid
-}
-
 // nsInode parses a namespace link's target, "mnt:[4026531841]".
 func nsInode(link []byte) (uint64, bool) {
 	i := bytes.IndexByte(link, '[')
@@ -150,11 +139,12 @@ func nsInode(link []byte) (uint64, bool) {
 // no command ever ran there. The caller must keep new commands from
 // starting there meanwhile (commit holds the Workspace's lock): when none
 // runs, ns is no longer tracked, so ending the Workspace right after need
-// not scan for processes again; the next command tracks it anew. A
-// process that forks and exits between a scan's listing of /proc and its
-// look at the process leaves a child the listing missed, which the next
-// listing has: so none runs only if a scan finds none and no process was
-// made meanwhile (lastPID), or two scans in a row find none.
+// not scan for processes again; the next command tracks it anew. None
+// runs only if two scans in a row find none: a process that forks and
+// exits between one scan's listing of /proc and its look at the process
+// leaves a child the listing missed, which the next listing has. (The
+// kernel numbers a child before /proc lists it, so a scan that saw no new
+// process ID handed out can still have missed one.)
 func (r *reaper) running(ns uint64) int {
 	r.mu.Lock()
 	tracked := r.ns[ns]
@@ -163,9 +153,8 @@ func (r *reaper) running(ns uint64) int {
 		return 0
 	}
 	in := map[uint64]bool{ns: true}
-	before := lastPID()
 	n := len(processesIn(in))
-	if n == 0 && (before == 0 || lastPID() != before) {
+	if n == 0 {
 		n = len(processesIn(in))
 	}
 	if n == 0 {

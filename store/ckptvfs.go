@@ -28,11 +28,13 @@ import (
 // as copied (the WAL-index's nBackfill), which it does right after
 // CKPT_DONE without another call on the file that could report a
 // failure. So:
-//   - Before the copy, a checkpoint that grows the file says so
-//     (SQLITE_FCNTL_SIZE_HINT), and the space is reserved then
-//     (fallocate). If that fails (a full disk), the checkpoint's writes
-//     go through one by one, as SQLite's own VFS makes them, and SQLite
-//     sees the first that fails.
+//   - Only a checkpoint whose space is reserved gathers. Before the copy,
+//     a checkpoint that grows the file says so (SQLITE_FCNTL_SIZE_HINT),
+//     and the blocks of the whole file up to that size are allocated then
+//     (fallocate: also any hole an earlier, failed one left). If that
+//     fails (a full disk), or the checkpoint does not grow the file, its
+//     writes go through one by one, as SQLite's own VFS makes them, and
+//     SQLite sees the first that fails.
 //   - A write that does not continue the last one, a full buffer, and
 //     every other call on the file write what is gathered first and
 //     report a failure to SQLite, which then stops the checkpoint.
@@ -41,8 +43,12 @@ import (
 //     record pages the file lacks. (The WAL keeps them: the next open
 //     copies them again.)
 //
-// The checkpoint's reads of the WAL are gathered the same way: a read the
-// read-ahead does not hold reads ckptBufSize from where it starts. Every
+// A checkpoint's reads of the WAL are gathered too, where they run in
+// order: a read that follows the frame read before it, and that the
+// read-ahead does not hold, reads ckptBufSize from where it starts. (A
+// checkpoint goes in page order; a big file's pages are in the WAL in
+// that order too, a small commit's are not, and one read-ahead per
+// scattered frame would read a megabyte for each 4 KiB page.) Every
 // frame a checkpoint copies was committed before it began, and none can
 // change while it runs (it holds the WAL's first read lock, without
 // which no writer starts the WAL over), so what the read-ahead holds of
@@ -55,30 +61,33 @@ type dbFile struct {
 	mu    sync.Mutex
 	file  uintptr   // the sqlite3_file
 	owner *libc.TLS // the connection's
-	// gather: a checkpoint is copying pages, and their writes are
-	// gathered; buf holds bytes for the file at off, and end is where
-	// the last write ended.
+	// inCkpt: a checkpoint is copying pages. gather: their space is
+	// reserved and their writes are gathered; buf holds bytes for the
+	// file at off, and end is where the last write ended.
+	inCkpt bool
 	gather bool
 	buf    []byte // up to ckptBufSize
 	off    int64
 	end    int64
-	// ahead holds the WAL's bytes at aheadOff, read ahead while gathering.
+	// ahead holds the WAL's bytes at aheadOff, read ahead in a
+	// checkpoint; walEnd is where the checkpoint's last WAL read ended.
 	ahead    []byte
 	aheadOff int64
+	walEnd   int64
 }
 
 var dbFiles struct {
 	mu      sync.Mutex
 	files   map[uintptr]*dbFile
 	byOwner map[*libc.TLS]*dbFile
-	// gathering counts files in a checkpoint: while it is zero, calls on
+	// inCkpt counts files in a checkpoint: while it is zero, calls on
 	// database files go straight to the unix methods.
-	gathering atomic.Int32
+	inCkpt atomic.Int32
 	// writes counts the checkpoint writes SQLite asked for, flushes the
 	// writes of gathered bytes (for tests); failFlush makes a flush fail as
 	// an I/O error would, failReserve a reservation as on a full disk.
-	writes, flushes, aheadReads atomic.Int64
-	failFlush, failReserve      atomic.Bool
+	writes, flushes, aheadReads, aheadBytes atomic.Int64
+	failFlush, failReserve                  atomic.Bool
 }
 
 func trackDBFile(tls *libc.TLS, pFile uintptr) {
@@ -101,7 +110,7 @@ func dbFileOf(pFile uintptr) *dbFile {
 
 // flushDB writes what the file has gathered, if anything.
 func flushDB(tls *libc.TLS, pFile uintptr) int32 {
-	if dbFiles.gathering.Load() == 0 {
+	if dbFiles.inCkpt.Load() == 0 {
 		return sqlite3.SQLITE_OK
 	}
 	d := dbFileOf(pFile)
@@ -150,23 +159,24 @@ func (d *dbFile) pwrite(p []byte, off int64) int32 {
 	return sqlite3.SQLITE_OK
 }
 
-// setGather starts or ends gathering; d.mu is held.
-func (d *dbFile) setGather(on bool) {
-	if d.gather == on {
+// checkpointing starts or ends a checkpoint; d.mu is held. It starts
+// without gathering.
+func (d *dbFile) checkpointing(on bool) {
+	if d.inCkpt == on {
 		return
 	}
-	d.gather = on
-	d.end = -1
+	d.inCkpt, d.gather = on, false
+	d.end, d.walEnd = -1, -1
 	if on {
-		dbFiles.gathering.Add(1)
+		dbFiles.inCkpt.Add(1)
 		return
 	}
-	dbFiles.gathering.Add(-1)
+	dbFiles.inCkpt.Add(-1)
 	d.buf, d.ahead = nil, nil // a big file's checkpoints are rare
 }
 
 func dbWrite(tls *libc.TLS, pFile, zBuf uintptr, iAmt int32, iOfst int64) int32 {
-	if dbFiles.gathering.Load() == 0 {
+	if dbFiles.inCkpt.Load() == 0 {
 		return call[rwFunc](dbOrigM.FxWrite)(tls, pFile, zBuf, iAmt, iOfst)
 	}
 	d := dbFileOf(pFile)
@@ -211,18 +221,14 @@ func dbFileControl(tls *libc.TLS, pFile uintptr, op int32, arg uintptr) int32 {
 	case sqlite3.SQLITE_FCNTL_CKPT_START:
 		if d := dbFileOf(pFile); d != nil {
 			d.mu.Lock()
-			d.setGather(true)
+			d.checkpointing(true)
 			d.mu.Unlock()
 		}
 	case sqlite3.SQLITE_FCNTL_SIZE_HINT:
 		if d := dbFileOf(pFile); d != nil {
 			d.mu.Lock()
-			if d.gather && d.reserve(*(*int64)(cmem(arg))) != nil {
-				if rc := d.flush(); rc != sqlite3.SQLITE_OK {
-					d.mu.Unlock()
-					return rc
-				}
-				d.setGather(false) // write through: SQLite sees a failure
+			if d.inCkpt && len(d.buf) == 0 {
+				d.gather = d.reserve(*(*int64)(cmem(arg))) == nil
 			}
 			d.mu.Unlock()
 		}
@@ -230,7 +236,7 @@ func dbFileControl(tls *libc.TLS, pFile uintptr, op int32, arg uintptr) int32 {
 		if d := dbFileOf(pFile); d != nil {
 			d.mu.Lock()
 			rc := d.flush()
-			d.setGather(false)
+			d.checkpointing(false)
 			d.mu.Unlock()
 			if rc != sqlite3.SQLITE_OK {
 				panic(fmt.Sprintf("layerfs: writing a checkpoint's pages to the database file failed (SQLite code %d) where SQLite cannot be told; stopping before it records them as copied", rc))
@@ -244,21 +250,14 @@ func dbFileControl(tls *libc.TLS, pFile uintptr, op int32, arg uintptr) int32 {
 	return orig(tls, pFile, op, arg)
 }
 
-// reserve allocates the file's blocks up to size, so that no write of the
-// checkpoint below it can find the disk full; d.mu is held.
+// reserve allocates the file's blocks up to size — its holes too — so
+// that no write of the checkpoint below it can find the disk full; d.mu
+// is held.
 func (d *dbFile) reserve(size int64) error {
 	if dbFiles.failReserve.Load() {
 		return unix.ENOSPC
 	}
-	fd := int((*sqlite3.TunixFile)(cmem(d.file)).Fh)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return err
-	}
-	if size <= st.Size {
-		return nil
-	}
-	return unix.Fallocate(fd, 0, st.Size, size-st.Size)
+	return unix.Fallocate(int((*sqlite3.TunixFile)(cmem(d.file)).Fh), 0, 0, size)
 }
 
 func dbClose(tls *libc.TLS, pFile uintptr) int32 {
@@ -273,7 +272,7 @@ func dbClose(tls *libc.TLS, pFile uintptr) int32 {
 	if d != nil {
 		d.mu.Lock()
 		rc = d.flush()
-		d.setGather(false)
+		d.checkpointing(false)
 		d.mu.Unlock()
 	}
 	if crc := call[closeFunc](dbOrigM.FxClose)(tls, pFile); rc == sqlite3.SQLITE_OK {
@@ -283,8 +282,9 @@ func dbClose(tls *libc.TLS, pFile uintptr) int32 {
 }
 
 // ckptRead reads n bytes at off of the WAL file f into buf from the
-// read-ahead, if the connection whose TLS tls is is in a checkpoint; ok
-// says it was.
+// read-ahead, if the connection whose TLS tls is is in a checkpoint and
+// the read-ahead holds them or the read follows the one before; ok says
+// it did.
 func ckptRead(tls *libc.TLS, f, buf uintptr, n int32, off int64) (rc int32, ok bool) {
 	dbFiles.mu.Lock()
 	d := dbFiles.byOwner[tls]
@@ -294,15 +294,21 @@ func ckptRead(tls *libc.TLS, f, buf uintptr, n int32, off int64) (rc int32, ok b
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if !d.gather || n <= 0 {
+	if !d.inCkpt || n <= 0 {
 		return 0, false
 	}
+	last := d.walEnd
+	d.walEnd = off + int64(n)
 	if off < d.aheadOff || off+int64(n) > d.aheadOff+int64(len(d.ahead)) {
+		if last < 0 || off < last || off > last+walFrameHeader {
+			return 0, false // not in order: read just this
+		}
 		if d.ahead == nil {
 			d.ahead = make([]byte, 0, ckptBufSize)
 		}
 		fd := int((*sqlite3.TunixFile)(cmem(f)).Fh)
 		got, err := readFull(fd, d.ahead[:cap(d.ahead)], off)
+		dbFiles.aheadBytes.Add(int64(got))
 		d.ahead, d.aheadOff = d.ahead[:got], off
 		if err != nil || got < int(n) {
 			d.ahead = d.ahead[:0]

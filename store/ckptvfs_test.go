@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"os"
 	"testing"
 
 	"github.com/layerfs/layerfs/object"
@@ -72,8 +73,8 @@ func TestCheckpointWritesGathered(t *testing.T) {
 	if ahead < writes/2 {
 		t.Errorf("%d of the checkpoint's %d page reads came from the read-ahead", ahead, writes)
 	}
-	if n := dbFiles.gathering.Load(); n != 0 {
-		t.Errorf("%d database files still gathering after the checkpoint", n)
+	if n := dbFiles.inCkpt.Load(); n != 0 {
+		t.Errorf("%d database files still in a checkpoint after it", n)
 	}
 }
 
@@ -105,4 +106,37 @@ func TestCheckpointFlushFailure(t *testing.T) {
 		t.Fatalf("a checkpoint whose writes failed copied all %d frames", frames)
 	}
 	checkAfterCheckpoint(t, s, ids, data)
+}
+
+// TestCheckpointReadsAheadInOrderOnly: a checkpoint of many small
+// commits, whose pages are scattered over the WAL, reads ahead less than
+// the WAL holds (a read-ahead at every out-of-order frame read 11 MB of a
+// 6 MB WAL).
+func TestCheckpointReadsAheadInOrderOnly(t *testing.T) {
+	s := NewTestStore(t)
+	s.ckpt.stop()
+	s.ckpt = nil
+	var ids []object.ID
+	var data [][]byte
+	for i := range 300 {
+		d := randBytes(int64(5000+i), 2<<10)
+		st := s.NewStage()
+		id, err := st.Put(object.KindChunk, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Update(func(tx *RefTx) error { tx.Write(st); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		ids, data = append(ids, id), append(data, d)
+	}
+	fi, err := os.Stat(s.Path() + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := dbFiles.aheadBytes.Load()
+	checkAfterCheckpoint(t, s, ids, data)
+	if read := dbFiles.aheadBytes.Load() - ahead; read > fi.Size() {
+		t.Errorf("the checkpoint of a %d-byte WAL read %d bytes ahead", fi.Size(), read)
+	}
 }

@@ -252,7 +252,7 @@ func walRead(tls *libc.TLS, f, buf uintptr, n int32, off int64) int32 {
 	if rc := flushFile(tls, f); rc != sqlite3.SQLITE_OK {
 		return rc
 	}
-	if dbFiles.gathering.Load() > 0 {
+	if dbFiles.inCkpt.Load() > 0 {
 		if rc, ok := ckptRead(tls, f, buf, n, off); ok {
 			return rc
 		}
