@@ -58,7 +58,7 @@ func init() {
 			c.fs.BoolVar(&wsFlags.isolate, "isolate-network", false, "run the command with loopback only")
 			c.fs.BoolVar(&wsFlags.discard, "discard", false, "end even with uncommitted changes, dropping them")
 			c.fs.BoolVar(&wsFlags.force, "force", false, "commit files that still hold conflict markers")
-			c.fs.BoolVar(&wsFlags.stdin, "stdin", false, "pass our standard input to the command (like docker exec -i)")
+			c.fs.BoolVar(&wsFlags.stdin, "stdin", false, "pass our standard input to the command (like docker exec -i); without it the command reads /dev/null")
 			c.fs.BoolVar(&wsFlags.allowRunning, "allow-running", false, "commit while processes still run in the Workspace (their later writes are not kept)")
 			wsFlags.env = nil
 			c.fs.Var(&wsFlags.env, "env", "`KEY=VALUE` for exec (repeatable; replaces the environment)")
