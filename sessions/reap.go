@@ -138,7 +138,7 @@ func kernelThreads(proc int) map[int]bool {
 	if n, err := readAt(proc, "2/comm", buf[:]); err != nil || string(bytes.TrimSpace(buf[:n])) != "kthreadd" {
 		return nil
 	}
-	children := make([]byte, 16<<10)
+	children := make([]byte, 64<<10) // ~8,000 PIDs
 	n, err := readAt(proc, "2/task/2/children", children)
 	if err != nil || n == len(children) {
 		return nil // no such file (CONFIG_PROC_CHILDREN), or cut short
