@@ -76,9 +76,7 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	res, err := publish.Publish(w.d.s, w.rec.Branch, c.Changes, c.Content,
 		publish.Meta{Origin: store.OriginSession + w.rec.ID, Message: msg, Force: req.Force, DeferAudit: true, Landing: moveLease})
 	if w.d.data != nil && err == nil && res.Status == publish.Committed {
-		landed = true
-		w.d.data.land(c.Clones)
-		w.d.data.evict(w.d.oldestView())
+		landed = true // land below, after the switch
 	}
 	if err != nil {
 		return api.CommitResult{}, err
@@ -89,7 +87,15 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	case publish.Committed:
 		w.rec.Commits++
 		old := w.rec.lease()
-		if err = w.follow(res.Commit, res.FinishAudit, true); err == nil {
+		err = w.follow(res.Commit, res.FinishAudit, true)
+		if w.d.data != nil {
+			// After the switch to the new head: the data files made after
+			// the Commit (clones, on the volume the new overlay's
+			// directories are made on) slowed the mount beside them.
+			w.d.data.land(c.Clones)
+			w.d.data.evict(w.d.oldestView())
+		}
+		if err == nil {
 			w.d.warm(old, res.Commit, c.Changes)
 		}
 	case publish.UpToDate:
