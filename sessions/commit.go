@@ -75,12 +75,10 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	}
 	res, err := publish.Publish(w.d.s, w.rec.Branch, c.Changes, c.Content,
 		publish.Meta{Origin: store.OriginSession + w.rec.ID, Message: msg, Force: req.Force, DeferAudit: true, Landing: moveLease})
-	if w.d.data != nil && err == nil && res.Status == publish.Committed {
-		landed = true // land below, after the switch
-	}
 	if err != nil {
 		return api.CommitResult{}, err
 	}
+	landed = res.Status == publish.Committed // its data files are made below, after the switch
 	remount := time.Now()
 	var markers []string
 	switch res.Status {

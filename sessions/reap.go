@@ -104,7 +104,7 @@ func processesIn(ns map[uint64]bool) []int {
 		return nil
 	}
 	defer proc.Close()
-	kernel := kernelThreads(int(proc.Fd()))
+	kernel := kernelThreads()
 	names, err := proc.Readdirnames(-1)
 	if err != nil {
 		return nil
@@ -129,51 +129,26 @@ func processesIn(ns map[uint64]bool) []int {
 }
 
 // kernelThreads returns the kernel's threads: kthreadd (PID 2) and its
-// children, read from the open /proc proc; none where PID 2 is not
-// kthreadd (a PID namespace, where it is an ordinary process). Read
-// before /proc is listed, so a kernel thread's PID cannot be handed to a
-// process in between: that takes the PIDs going round.
-func kernelThreads(proc int) map[int]bool {
-	var buf [64]byte
-	if n, err := readAt(proc, "2/comm", buf[:]); err != nil || string(bytes.TrimSpace(buf[:n])) != "kthreadd" {
+// children; none where PID 2 is not kthreadd (a PID namespace, where it
+// is an ordinary process). Read before /proc is listed, so a kernel
+// thread's PID cannot be handed to a process in between: that takes the
+// PIDs going round.
+func kernelThreads() map[int]bool {
+	comm, err := os.ReadFile("/proc/2/comm")
+	if err != nil || string(bytes.TrimSpace(comm)) != "kthreadd" {
 		return nil
 	}
-	children := make([]byte, 64<<10) // ~8,000 PIDs
-	n, err := readAt(proc, "2/task/2/children", children)
-	if err != nil || n == len(children) {
-		return nil // no such file (CONFIG_PROC_CHILDREN), or cut short
+	children, err := os.ReadFile("/proc/2/task/2/children")
+	if err != nil {
+		return nil // no such file (CONFIG_PROC_CHILDREN)
 	}
 	kernel := map[int]bool{2: true}
-	for _, f := range bytes.Fields(children[:n]) {
+	for _, f := range bytes.Fields(children) {
 		if pid, err := strconv.Atoi(string(f)); err == nil {
 			kernel[pid] = true
 		}
 	}
 	return kernel
-}
-
-// readAt reads the file at path under directory dir into buf.
-func readAt(dir int, path string, buf []byte) (int, error) {
-	fd, err := unix.Openat(dir, path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return 0, err
-	}
-	defer unix.Close(fd)
-	got := 0
-	for got < len(buf) {
-		n, err := unix.Read(fd, buf[got:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return got, err
-		}
-		if n == 0 {
-			break
-		}
-		got += n
-	}
-	return got, nil
 }
 
 // nsInode parses a namespace link's target, "mnt:[4026531841]".
