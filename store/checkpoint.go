@@ -41,9 +41,12 @@ import (
 // the first of them copies it while the rest are still being written,
 // and on two cores takes about a third of the CPU the commit is waiting
 // for (~35 ms of its 290). So once a large write has come, the
-// checkpointer waits until writes have paused for checkpointQuiet, or
-// until checkpointMaxOwed is owed; small commits alone never make it
-// wait.
+// checkpointer waits until the run ends — the publish of the Stage that
+// spilled the packs (runEnded) — or until writes have paused for
+// checkpointQuiet, or checkpointMaxOwed is owed; small commits alone
+// never make it wait. Waiting for the pause alone started the copy of a
+// 32 MiB commit's packs 100 ms after it landed, where an agent's next
+// command and commit, coming sooner, shared the two cores with it.
 const (
 	checkpointBytes   = 4 << 20
 	checkpointDelay   = time.Second
@@ -113,6 +116,24 @@ func (c *checkpointer) wrote(n int64) {
 	wake := large || !c.armed.Load() || c.owed >= checkpointBytes
 	c.mu.Unlock()
 	if wake {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// runEnded says the run of large writes, if one is under way, is over:
+// the checkpoint need not wait for writes to pause.
+func (c *checkpointer) runEnded() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	ended := !c.large.IsZero()
+	c.large = time.Time{}
+	c.mu.Unlock()
+	if ended {
 		select {
 		case c.wake <- struct{}{}:
 		default:

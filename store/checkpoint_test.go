@@ -47,3 +47,41 @@ func TestWALStaysBounded(t *testing.T) {
 		t.Errorf("%d objects, want 3072", n)
 	}
 }
+
+// TestCheckpointAfterRun: after a large write the checkpointer waits for
+// writes to pause, unless a Stage's publish ends the run first.
+func TestCheckpointAfterRun(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "s.layerfs"), Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	publish := func(stage bool) {
+		t.Helper()
+		err := s.Update(func(tx *RefTx) error {
+			if stage {
+				st := s.NewStage()
+				if _, err := st.Put(object.KindChunk, []byte("the run's last object")); err != nil {
+					return err
+				}
+				tx.Write(st)
+			}
+			return tx.SetLease("ws-1", MainBranch, "test", object.Zero)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.ckpt.wrote(largeWrite) // a spill of the run
+	if _, wait := s.ckpt.due(); wait <= 0 {
+		t.Fatalf("after a large write: wait %v, want the quiet still to come", wait)
+	}
+	publish(false) // another Workspace's Lease: the run goes on
+	if _, wait := s.ckpt.due(); wait <= 0 {
+		t.Fatalf("after a ref transaction without a Stage: wait %v, want the quiet still to come", wait)
+	}
+	publish(true)
+	if _, wait := s.ckpt.due(); wait != 0 {
+		t.Errorf("after the Stage's publish: wait %v, want none", wait)
+	}
+}

@@ -51,6 +51,10 @@ func (s *Store) Update(fn func(tx *RefTx) error) error {
 	rt.countStages()
 	s.rememberExtents(rt.objs)
 	s.wrote(rt.storedBytes(), false)
+	if len(rt.stages) > 0 {
+		// A Stage's publish: the packs it spilled before are all written.
+		s.ckpt.runEnded()
+	}
 	return nil
 }
 
