@@ -49,7 +49,8 @@ func TestWALStaysBounded(t *testing.T) {
 }
 
 // TestCheckpointAfterRun: after a large write the checkpointer waits for
-// writes to pause, unless a Stage's publish ends the run first.
+// writes to pause, or, once a Stage's publish ends the run, only for the
+// commit to settle.
 func TestCheckpointAfterRun(t *testing.T) {
 	s, err := Open(filepath.Join(t.TempDir(), "s.layerfs"), Options{Create: true})
 	if err != nil {
@@ -81,7 +82,7 @@ func TestCheckpointAfterRun(t *testing.T) {
 		t.Fatalf("after a ref transaction without a Stage: wait %v, want the quiet still to come", wait)
 	}
 	publish(true)
-	if _, wait := s.ckpt.due(); wait != 0 {
-		t.Errorf("after the Stage's publish: wait %v, want none", wait)
+	if _, wait := s.ckpt.due(); wait > checkpointSettle {
+		t.Errorf("after the Stage's publish: wait %v, want at most %v", wait, checkpointSettle)
 	}
 }
