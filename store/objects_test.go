@@ -337,6 +337,16 @@ func TestStagePutChunks(t *testing.T) {
 	if got := st.Stats().Reused; got != 3 {
 		t.Errorf("%d objects reused, want 3", got)
 	}
+	for _, c := range []struct {
+		data []byte
+		enc  int
+	}{{chunk(4), encRaw}, {text(1), encZstd}} {
+		var enc int
+		id := object.Sum(object.KindChunk, c.data)
+		if err := s.r.QueryRow(`SELECT enc FROM objects WHERE id = ?`, id[:]).Scan(&enc); err != nil || enc != c.enc {
+			t.Errorf("stored with encoding %d (%v), want %d", enc, err, c.enc)
+		}
+	}
 	if held, err := s.HasMany(ids); err != nil || len(held) != len(ids) {
 		t.Fatalf("HasMany: %v, %v", held, err)
 	} else {
