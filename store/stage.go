@@ -113,8 +113,13 @@ func (st *Stage) put(k object.Kind, raw []byte, base object.ID, owned bool) (obj
 // They are hashed outside the Stage's lock, so callers hash in parallel.
 func (st *Stage) PutChunks(chunks [][]byte) ([]object.ID, error) {
 	ids := make([]object.ID, len(chunks))
+	random := make([]bool, len(chunks))
 	for i, raw := range chunks {
+		// Sampled right after hashing, while the chunk is in the
+		// core's cache: sampled after the whole run was hashed, it took
+		// 3× as long (~20 ms of a new 32 MiB file's capture CPU).
 		ids[i] = object.Sum(object.KindChunk, raw)
+		random[i] = looksRandom(raw)
 	}
 	fresh := make([]bool, len(chunks))
 	st.mu.Lock()
@@ -128,7 +133,7 @@ func (st *Stage) PutChunks(chunks [][]byte) ([]object.ID, error) {
 	for i, raw := range chunks {
 		switch {
 		case !fresh[i]:
-		case looksRandom(raw):
+		case random[i]:
 			// Stored as it is, as encode would decide after sampling it
 			// again (~3 µs a 16 KiB chunk).
 			st.stage(&pendingObject{id: ids[i], kind: object.KindChunk, raw: raw, enc: encRaw, data: raw})
