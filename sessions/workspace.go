@@ -80,7 +80,7 @@ func (d *Daemon) create(req api.CreateRequest) (*workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer d.spares.fill(req.Branch) // for the next one
+	defer d.spares.fill(req.Branch, b.Head) // for the next one
 	if sp := d.spares.take(req.Branch, b.Head, req.Path); sp != nil {
 		return d.createFromSpare(sp)
 	}
@@ -302,7 +302,7 @@ func (w *workspace) follow(commit object.ID, alongside func(), leased bool) erro
 		return err
 	}
 	removeInBackground(oldUpper, oldWork)
-	w.d.spares.fill(w.rec.Branch) // the head moved: the spare, if of this branch, is stale
+	w.d.spares.fill(w.rec.Branch, commit) // the head moved: the spare, if of this branch, is stale
 	return nil
 }
 
