@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -258,5 +259,56 @@ func TestDaemonRestartRemovesEndedWorkspaces(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("ended Workspace's directory %s not removed", ended)
 		}
+	}
+}
+
+// TestDaemonRestartReleasesOrphanLeases: Leases a daemon of this state
+// directory took for Workspaces it kept no record of (a crash between a
+// create's Lease and its record, or an end's record and its release) are
+// released by the next one; its restored Workspaces' Leases, and other
+// daemons', stay.
+func TestDaemonRestartReleasesOrphanLeases(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
+	kept := d.create(t, "main")
+	d.sh(t, kept.ID, "echo dirty > f")
+	if err := d.Daemon.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := d.st.Backend()
+	head, err := s.Branch("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := filepath.EvalSymlinks(d.stateDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	for id, holder := range map[string]string{
+		"ws-orphan":  host + ":99999:" + dir,
+		"ws-another": host + ":99999:" + dir + "-another",
+	} {
+		if err := s.SetLease(id, "main", holder, head.Head); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d2, err := sessions.Start(sessions.Config{Store: s, StateDir: d.stateDir, Self: layerfsBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Daemon = d2
+	leases, err := s.Leases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, l := range leases {
+		ids = append(ids, l.ID)
+	}
+	want := []string{"ws-another", kept.ID}
+	slices.Sort(ids)
+	slices.Sort(want)
+	if !slices.Equal(ids, want) {
+		t.Errorf("leases after restart: %v, want %v", ids, want)
 	}
 }

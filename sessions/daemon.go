@@ -214,7 +214,41 @@ func (d *Daemon) restore() error {
 		d.ws[rec.ID] = w
 		d.log.Printf("restored workspace %s (branch %s, lease %.12s)", rec.ID, rec.Branch, rec.Lease)
 	}
+	return d.dropOrphanLeases()
+}
+
+// dropOrphanLeases releases the Leases that a daemon of this state
+// directory, on this host, took for Workspaces it has no record of. A
+// crash between taking a create's Lease and saving its record, or between
+// an end's retiring the record and releasing the Lease, left them pinning
+// their Commits for good. Restored Workspaces hold theirs again (resume).
+func (d *Daemon) dropOrphanLeases() error {
+	leases, err := d.s.Leases()
+	if err != nil {
+		return err
+	}
+	host, _, dir := splitHolder(d.id)
+	for _, l := range leases {
+		h, _, ld := splitHolder(l.Holder)
+		if h != host || ld != dir || d.ws[l.ID] != nil {
+			continue
+		}
+		if err := d.s.DropLease(l.ID); err != nil {
+			return err
+		}
+		d.log.Printf("released lease %s on %.12s: no such workspace here", l.ID, l.Commit)
+	}
 	return nil
+}
+
+// splitHolder splits a daemon's Lease holder (Daemon.id): its host, its
+// process ID and its state directory.
+func splitHolder(holder string) (host, pid, dir string) {
+	parts := strings.SplitN(holder, ":", 3)
+	if len(parts) != 3 {
+		return "", "", ""
+	}
+	return parts[0], parts[1], parts[2]
 }
 
 // Close unmounts every Workspace and the Store, keeping the records: a
