@@ -133,7 +133,7 @@ func (s *spares) run(m *making) {
 	backgroundPriority()
 	tid := int32(unix.Gettid())
 	m.tid.Store(tid)
-	// given up ends an announced spare that is not made.
+	// givenUp ends the announced spare, m, when it will not be made.
 	givenUp := func() {
 		if m != nil {
 			if s.making == m {

@@ -56,7 +56,7 @@ const (
 	// checkpointSettle is how long the checkpointer waits after a run of
 	// large writes ends: a Workspace's commit, once published, switches
 	// to the new head and records blame (2–10 ms here), and a checkpoint
-	// beside that made it 3–5× slower. In 4 interleaved pairs of 24 cold
+	// beside that made it 3–5× slower. In 7 interleaved pairs of 24 cold
 	// creates of 32 MiB, 15 ms against none: 2–12 ms faster lifecycles.
 	checkpointSettle  = 15 * time.Millisecond
 	checkpointMaxOwed = 64 << 20
