@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -96,6 +97,7 @@ func startServer(t *testing.T, storePath, ref, mnt string, extra ...string) *exe
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
+	serverExits.Store(cmd, exited)
 	go func() { cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		select {
@@ -117,15 +119,22 @@ func startServer(t *testing.T, storePath, ref, mnt string, extra ...string) *exe
 	return cmd
 }
 
-// waitExit waits up to 10 s for a started command to exit.
+// serverExits maps each command startServer started to a channel closed
+// once its Wait has returned: only then may ProcessState be read.
+var serverExits sync.Map
+
+// waitExit waits up to 10 s for a command startServer started to exit.
 func waitExit(t *testing.T, cmd *exec.Cmd) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if cmd.ProcessState != nil {
-			return
-		}
+	exited, ok := serverExits.Load(cmd)
+	if !ok {
+		t.Fatalf("pid %d was not started by startServer", cmd.Process.Pid)
 	}
-	t.Fatalf("pid %d still runs after 10 s", cmd.Process.Pid)
+	select {
+	case <-exited.(chan struct{}):
+	case <-time.After(10 * time.Second):
+		t.Fatalf("pid %d still runs after 10 s", cmd.Process.Pid)
+	}
 }
 
 // writeTree writes files (slash paths → content) below dir. A content of
