@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/layerfs/layerfs/api"
@@ -199,10 +198,6 @@ func (w *workspace) switchTo(res *publish.Result, c *publish.Capture) {
 		w.switching = nil
 		w.smu.Unlock()
 		if ending {
-			// At background priority: it competes with the next
-			// Workspace's create and command.
-			runtime.LockOSThread() // never unlocked: the thread goes with its priority
-			backgroundPriority()
 			w.teardown()
 		}
 		w.mu.Unlock()
