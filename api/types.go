@@ -129,11 +129,8 @@ type Receipt struct {
 	PrepareMS     float64 `json:"prepare_ms"`
 	LockMS        float64 `json:"lock_ms"`
 	AuditMS       float64 `json:"audit_ms"`
-	// RemountMS is the switch to the new head's time. After a committed
-	// result the switch runs after the reply (the Workspace's next
-	// request waits for it), and it is 0.
-	RemountMS float64 `json:"remount_ms"`
-	TotalMS   float64 `json:"total_ms"`
+	RemountMS     float64 `json:"remount_ms"`
+	TotalMS       float64 `json:"total_ms"`
 }
 
 // Health is the daemon's status.

@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -70,12 +69,6 @@ func (d *testDaemon) commit(t *testing.T, id string, want string) api.CommitResu
 	}
 	if res.Status != want {
 		t.Fatalf("commit %s: %s %v, want %s", id, res.Status, res.Paths, want)
-	}
-	// A Committed Workspace switches to the new head after the reply;
-	// any request waits for that, so the host path shows the new head
-	// when this returns. (TestEndDuringSwitch does not wait.)
-	if _, err := d.Inspect(id); err != nil {
-		t.Fatal(err)
 	}
 	return res
 }
@@ -233,9 +226,7 @@ func TestDaemonRestartKeepsDirtyWorkspaces(t *testing.T) {
 // An ended Workspace's directory, should the daemon stop before removing
 // it, is removed by the next one and never restored.
 func TestDaemonRestartRemovesEndedWorkspaces(t *testing.T) {
-	// No volume: its directories would be mounted over at the restart,
-	// and those written below hidden from it.
-	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{Volume: sessions.VolumeOff})
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
 	w := d.create(t, "main")
 	d.sh(t, w.ID, "echo x > f")
 	d.commit(t, w.ID, api.StatusCommitted)
@@ -245,9 +236,7 @@ func TestDaemonRestartRemovesEndedWorkspaces(t *testing.T) {
 	if err := d.Daemon.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// As if the removal had not happened before the daemon stopped — and
-	// with the record still there, as an end during a commit's switch to
-	// the new head leaves it (the switch may save it after the end).
+	// As if the removal had not happened before the daemon stopped.
 	ended := filepath.Join(d.stateDir, "ws", w.ID)
 	if err := os.MkdirAll(filepath.Join(ended, "upper-9"), 0o755); err != nil {
 		t.Fatal(err)
@@ -255,15 +244,7 @@ func TestDaemonRestartRemovesEndedWorkspaces(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ended, "ended"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	head, err := d.st.Backend().Branch("main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := fmt.Sprintf(`{"id": %q, "branch": "main", "lease": %q, "path": "/workspace", "gen": 9}`, w.ID, head.Head.String())
-	if err := os.WriteFile(filepath.Join(ended, "state.json"), []byte(rec), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin, Volume: sessions.VolumeOff})
+	d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,75 +310,5 @@ func TestDaemonRestartReleasesOrphanLeases(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(ids, want) {
 		t.Errorf("leases after restart: %v, want %v", ids, want)
-	}
-}
-
-// TestEndDuringSwitch: an end that comes right after a commit, while the
-// Workspace's switch to the new head waits to start, does not wait for
-// it: the Workspace is gone from the daemon and its Lease released at
-// once, and its mounts and directory go soon after. A command instead
-// starts the switch and sees the new head.
-func TestEndDuringSwitch(t *testing.T) {
-	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
-	var ids []string
-	for i := 0; i < 20; i++ {
-		w := d.create(t, "main")
-		d.sh(t, w.ID, fmt.Sprintf("echo %d > a.txt", i))
-		res, err := d.Commit(w.ID, api.CommitRequest{}) // and no request after it
-		if err != nil || res.Status != api.StatusCommitted {
-			t.Fatalf("commit: %v %v", res.Status, err)
-		}
-		if err := d.End(w.ID, false); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := d.Inspect(w.ID); err == nil {
-			t.Fatalf("%s still there after its end", w.ID)
-		}
-		leases, err := d.st.Backend().Leases()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range leases {
-			if l.ID == w.ID {
-				t.Fatalf("%s's Lease still held after its end", w.ID)
-			}
-		}
-		ids = append(ids, w.ID)
-	}
-	if got := d.read(t, "main", "a.txt"); got != "19\n" {
-		t.Fatalf("main:a.txt = %q after the commits", got)
-	}
-	// A command right after a commit starts the switch at once and waits
-	// for it: it sees the new head, with nothing pending.
-	w := d.create(t, "main")
-	d.sh(t, w.ID, "echo 20 > a.txt && echo new > b.txt")
-	if res, err := d.Commit(w.ID, api.CommitRequest{}); err != nil || res.Status != api.StatusCommitted {
-		t.Fatalf("commit: %v %v", res.Status, err)
-	}
-	start := time.Now()
-	if got := d.sh(t, w.ID, "cat a.txt b.txt"); got != "20\nnew\n" {
-		t.Fatalf("right after the commit the Workspace shows %q", got)
-	}
-	if waited := time.Since(start); waited > time.Second {
-		t.Errorf("the command waited %v for the switch", waited)
-	}
-	head, err := d.st.Backend().Branch("main")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ws, err := d.Inspect(w.ID); err != nil || len(ws.Pending) != 0 || ws.Lease != head.Head.String() {
-		t.Fatalf("after the switch: lease %.12s, pending %v (%v); want the head, none", ws.Lease, ws.Pending, err)
-	}
-	for _, id := range ids {
-		host := filepath.Join(d.stateDir, "mnt", id)
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			_, err := os.Stat(filepath.Join(d.stateDir, "ws", id))
-			if errors.Is(err, fs.ErrNotExist) && !slices.Contains(mountsUnder(d.stateDir), host) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: its directory or host mount still there 10 s after its end", id)
-			}
-		}
 	}
 }

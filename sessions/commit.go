@@ -1,10 +1,7 @@
 package sessions
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/layerfs/layerfs/api"
@@ -18,27 +15,14 @@ import (
 // with an empty upperdir. On a Conflict nothing is committed: files with
 // overlapping edits get marker blocks, and the Workspace follows the new
 // head keeping all its other changes pending.
-//
-// A Committed result is returned as soon as the Commit has landed (and
-// its blame recorded): the switch to the new head — a new overlay, ~1–1.5
-// ms here — follows in the background, holding w.mu. It starts when the
-// Workspace is next asked for anything, which then waits for it and sees
-// the new head, or after switchDelay. An end that comes first does not
-// wait, and the new overlay is never made (see switchTo). Until the
-// switch, the host path shows the old view: the same files, unless the
-// commit merged other Workspaces' changes.
 func (d *Daemon) Commit(id string, req api.CommitRequest) (api.CommitResult, error) {
 	w, err := d.get(id)
 	if err != nil {
 		return api.CommitResult{}, err
 	}
-	w.needed()
 	w.mu.Lock()
-	res, handedOff, err := w.commit(req)
-	if !handedOff {
-		res.Workspace = w.describeLocked()
-		w.mu.Unlock()
-	}
+	res, err := w.commit(req)
+	w.mu.Unlock()
 	if err != nil {
 		return res, fmt.Errorf("commit %s: %w", id, err)
 	}
@@ -50,15 +34,11 @@ func (d *Daemon) Commit(id string, req api.CommitRequest) (api.CommitResult, err
 	case api.StatusConflict:
 		d.metrics.conflicts.Add(1)
 	}
+	res.Workspace = w.describe()
 	return res, nil
 }
 
-// commit commits the Workspace; the caller holds w.mu. If it hands the
-// switch to the new head off (handedOff), the switch unlocks w.mu.
-func (w *workspace) commit(req api.CommitRequest) (_ api.CommitResult, handedOff bool, _ error) {
-	if err := w.usable(); err != nil {
-		return api.CommitResult{}, false, err
-	}
+func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	start := time.Now()
 	// Counting the processes still running scans /proc (~1 ms): do it
 	// beside the capture, which it only decides whether to keep.
@@ -66,12 +46,12 @@ func (w *workspace) commit(req api.CommitRequest) (_ api.CommitResult, handedOff
 	go func() { running <- w.d.reaper.running(w.holder.ns) }()
 	rules, err := w.ignoreRules(true)
 	if err != nil {
-		return api.CommitResult{}, false, err
+		return api.CommitResult{}, err
 	}
 	c, err := publish.CaptureUpper(w.d.s, w.captured(rules))
 	n := <-running
 	if err != nil {
-		return api.CommitResult{}, false, err
+		return api.CommitResult{}, err
 	}
 	// The data files capture made (datalayer.go) are kept if the Commit
 	// lands, and removed otherwise.
@@ -82,7 +62,7 @@ func (w *workspace) commit(req api.CommitRequest) (_ api.CommitResult, handedOff
 		}
 	}()
 	if n > 0 && !req.AllowRunning {
-		return api.CommitResult{}, false, fmt.Errorf("%w: %d; what they write after the capture would not be kept: wait for them, or commit with allow_running", ErrRunning, n)
+		return api.CommitResult{}, fmt.Errorf("%w: %d; what they write after the capture would not be kept: wait for them, or commit with allow_running", ErrRunning, n)
 	}
 	msg := req.Message
 	if msg == "" {
@@ -96,26 +76,26 @@ func (w *workspace) commit(req api.CommitRequest) (_ api.CommitResult, handedOff
 	res, err := publish.Publish(w.d.s, w.rec.Branch, c.Changes, c.Content,
 		publish.Meta{Origin: store.OriginSession + w.rec.ID, Message: msg, Force: req.Force, DeferAudit: true, Landing: moveLease})
 	if err != nil {
-		return api.CommitResult{}, false, err
+		return api.CommitResult{}, err
 	}
-	landed = res.Status == publish.Committed // its data files are made after the switch (switchTo)
+	landed = res.Status == publish.Committed // its data files are made below, after the switch
 	remount := time.Now()
 	var markers []string
 	switch res.Status {
 	case publish.Committed:
 		w.rec.Commits++
-		// The spare, if of this branch, is stale: its refresh starts now,
-		// beside the switch, for the create that may come next.
-		w.d.spares.fill(w.rec.Branch, res.Commit)
-		// The audit (blame's record of the Commit) before the reply, so
-		// that blame asked next names it; the switch after.
-		res.FinishAudit()
-		out := resultOf(res, c)
-		out.Receipt.TotalMS = ms(time.Since(start))
-		out.Workspace = w.describeLocked()
-		out.Workspace.Lease = out.Commit // where the switch goes
-		w.switchTo(res, c)
-		return out, true, nil
+		old := w.rec.lease()
+		err = w.follow(res.Commit, res.FinishAudit, true)
+		if w.d.data != nil {
+			// After the switch to the new head: the data files made after
+			// the Commit (clones, on the volume the new overlay's
+			// directories are made on) slowed the mount beside them.
+			w.d.data.land(c.Clones)
+			w.d.data.evict(w.d.oldestView())
+		}
+		if err == nil {
+			w.d.warm(old, res.Commit, c.Changes)
+		}
 	case publish.UpToDate:
 		err = w.follow(res.Head, nil, false)
 	case publish.Conflict:
@@ -126,7 +106,7 @@ func (w *workspace) commit(req api.CommitRequest) (_ api.CommitResult, handedOff
 	out.Markers = markers
 	out.Receipt.RemountMS = ms(time.Since(remount))
 	out.Receipt.TotalMS = ms(time.Since(start))
-	return out, false, err
+	return out, err
 }
 
 // ignoreRules reads /.layerfsignore from the branch head: ignored paths
@@ -153,106 +133,6 @@ func (w *workspace) ignoreRules(forCommit bool) (*publish.Rules, error) {
 		return nil, err
 	}
 	return publish.LoadRules(w.d.s, c.Tree, publish.IgnoreFile)
-}
-
-// switchTo moves the Workspace to the Commit res landed, in the
-// background (see Daemon.Commit), and then makes the Commit's data files;
-// it unlocks w.mu when done. Should the switch fail, the Workspace stays
-// on its old view, and what is asked of it next fails with that error
-// (switchErr): the changes it would commit again have landed.
-func (w *workspace) switchTo(res *publish.Result, c *publish.Capture) {
-	sw := &switching{kick: make(chan struct{})}
-	w.smu.Lock()
-	w.switching = sw
-	w.smu.Unlock()
-	w.d.switches.Add(1)
-	go func() {
-		defer w.d.switches.Done()
-		select {
-		case <-sw.kick:
-		case <-time.After(switchDelay):
-		}
-		w.smu.Lock()
-		ending := sw.ending
-		w.smu.Unlock()
-		old := w.rec.lease()
-		var err error
-		if !ending {
-			err = w.follow(res.Commit, nil, true)
-		}
-		if w.d.data != nil {
-			// After the switch to the new head: the data files made after
-			// the Commit (clones, on the volume the new overlay's
-			// directories are made on) slowed the mount beside them.
-			w.d.data.land(c.Clones)
-			w.d.data.evict(w.d.oldestView())
-		}
-		if err == nil && !ending {
-			w.d.warm(old, res.Commit, c.Changes)
-		} else if err != nil {
-			w.switchErr = fmt.Errorf("switch to %s, the head its last commit made: %w", res.Commit.Short(), err)
-			w.d.log.Printf("workspace %s: %v", w.rec.ID, w.switchErr)
-		}
-		w.smu.Lock()
-		ending = sw.ending
-		w.switching = nil
-		w.smu.Unlock()
-		if ending {
-			w.teardown()
-		}
-		w.mu.Unlock()
-	}()
-}
-
-// switchDelay is how long a switch to a new head waits before it starts,
-// unless the Workspace is asked for something first (needed): ended
-// meanwhile — a rollout's commit and end — it skips the new overlay, whose
-// mount and unmount are ~1 ms of work on cores the next Workspace needs.
-const switchDelay = 2 * time.Millisecond
-
-// switching is a switch to a new head under way (switchTo); ending says
-// the Workspace was ended meanwhile, and the switch tears it down instead
-// of switching, or when done. kick, closed (kicked), starts it now.
-type switching struct {
-	ending, kicked bool
-	kick           chan struct{}
-}
-
-// needed starts the Workspace's switch to a new head now, if one waits
-// (switchDelay): a request is about to wait for it.
-func (w *workspace) needed() {
-	w.smu.Lock()
-	defer w.smu.Unlock()
-	if sw := w.switching; sw != nil && !sw.kicked {
-		sw.kicked = true
-		close(sw.kick)
-	}
-}
-
-// endDuringSwitch ends a Workspace whose switch to a new head is under
-// way, without waiting for it: it has nothing pending (its upperdir was
-// just committed), it leaves the daemon's table and the Store's leases
-// now, its directory is marked ended (a restart removes it), and the
-// switch tears it down. It reports false if no switch is under way.
-func (d *Daemon) endDuringSwitch(w *workspace) (bool, error) {
-	w.smu.Lock()
-	defer w.smu.Unlock()
-	sw := w.switching
-	if sw == nil {
-		return false, nil
-	}
-	sw.ending = true
-	if !sw.kicked {
-		sw.kicked = true
-		close(sw.kick)
-	}
-	d.mu.Lock()
-	delete(d.ws, w.rec.ID)
-	d.mu.Unlock()
-	err := os.WriteFile(filepath.Join(d.dir("ws", w.rec.ID), endedMarker), nil, 0o600)
-	err = errors.Join(err, d.s.DropLease(w.rec.ID))
-	d.metrics.ended.Add(1)
-	return true, err
 }
 
 func resultOf(res *publish.Result, c *publish.Capture) api.CommitResult {

@@ -56,11 +56,8 @@ type Daemon struct {
 	retiring sync.WaitGroup
 	// warming counts reads ahead of committed big files (warm.go).
 	warming sync.WaitGroup
-	// switches counts Workspaces' switches to a new head under way after
-	// their commits (switchTo).
-	switches sync.WaitGroup
-	log      *log.Logger
-	id       string // how leases name this daemon
+	log     *log.Logger
+	id      string // how leases name this daemon
 	// volume is the XFS image's mount point, if the daemon mounted one
 	// (volume.go); data is the data layer, if the Workspaces' filesystem
 	// clones files.
@@ -201,13 +198,9 @@ func (d *Daemon) restore() error {
 			continue // the data layer (datalayer.go)
 		}
 		dir := d.dir("ws", e.Name())
-		if isEnded(dir) { // even with a record: see endDuringSwitch
-			removeInBackground(dir)
-			continue
-		}
 		rec, err := loadRecord(dir)
-		if err != nil && isSpare(dir) {
-			removeInBackground(dir) // made ahead of need and never used
+		if err != nil && (isSpare(dir) || isEnded(dir)) {
+			removeInBackground(dir) // made ahead of need and never used, or ended
 			continue
 		}
 		if err != nil {
@@ -270,7 +263,6 @@ func (d *Daemon) Close() error {
 	d.closed = true
 	ws := d.ws
 	d.mu.Unlock()
-	d.switches.Wait() // each holds its Workspace, and may tear it down
 	var errs []error
 	for _, w := range ws {
 		errs = append(errs, w.detach())

@@ -123,14 +123,10 @@ func (p *outPipe) exited() {
 // the read lock, so a commit cannot swap the view while it starts. Its
 // stdout and stderr are pipes being read into out.
 func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPipe, error) {
-	w.needed()
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	if w.holder == nil {
 		return nil, nil, fmt.Errorf("workspace %s: %w", w.rec.ID, ErrNotFound)
-	}
-	if err := w.usable(); err != nil {
-		return nil, nil, err
 	}
 	dir := w.rec.Path
 	if req.Cwd != "" {

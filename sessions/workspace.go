@@ -33,21 +33,6 @@ type workspace struct {
 	// shown is the data layer's tick (Daemon.tick) at which the current
 	// overlay was mounted, for its eviction.
 	shown atomic.Int64
-	// switching is the switch to a new head under way, if any (switchTo);
-	// smu guards it.
-	smu       sync.Mutex
-	switching *switching
-	// switchErr is why the last switch to a new head failed (under mu).
-	switchErr error
-}
-
-// usable reports, under w.mu, why the Workspace cannot run commands or
-// commit: its last switch to a new head failed.
-func (w *workspace) usable() error {
-	if w.switchErr != nil {
-		return fmt.Errorf("workspace %s: %w; its changes have landed: end it with discard", w.rec.ID, w.switchErr)
-	}
-	return nil
 }
 
 func (w *workspace) dir(parts ...string) string {
@@ -212,14 +197,8 @@ func (w *workspace) detach() error {
 }
 
 func (w *workspace) describe() api.Workspace {
-	w.needed()
 	w.mu.RLock()
 	defer w.mu.RUnlock()
-	return w.describeLocked()
-}
-
-// describeLocked is describe for a caller holding w.mu.
-func (w *workspace) describeLocked() api.Workspace {
 	return api.Workspace{ID: w.rec.ID, Branch: w.rec.Branch, Lease: w.rec.Lease, Path: w.rec.Path,
 		HostPath: w.hostPath(), Created: w.rec.Created, Commits: w.rec.Commits}
 }
@@ -230,7 +209,6 @@ func (d *Daemon) Inspect(id string) (api.Workspace, error) {
 	if err != nil {
 		return api.Workspace{}, err
 	}
-	w.needed()
 	w.mu.RLock()
 	pending, err := w.pending()
 	w.mu.RUnlock()
@@ -404,7 +382,6 @@ func (d *Daemon) Discard(id string) (api.Workspace, error) {
 	if err != nil {
 		return api.Workspace{}, err
 	}
-	w.needed()
 	w.mu.Lock()
 	err = w.remount(w.upper(), w.work())
 	w.mu.Unlock()
@@ -423,14 +400,8 @@ func (d *Daemon) End(id string, discard bool) error {
 	if err != nil {
 		return err
 	}
-	if ended, err := d.endDuringSwitch(w); ended {
-		return err
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if ended, err := d.endDuringSwitch(w); ended { // one began while this waited
-		return err
-	}
 	if !discard {
 		pending, err := w.pending()
 		if err != nil {
