@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -226,7 +227,9 @@ func TestDaemonRestartKeepsDirtyWorkspaces(t *testing.T) {
 // An ended Workspace's directory, should the daemon stop before removing
 // it, is removed by the next one and never restored.
 func TestDaemonRestartRemovesEndedWorkspaces(t *testing.T) {
-	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
+	// No volume: its directories would be mounted over at the restart,
+	// and those written below hidden from it.
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{Volume: sessions.VolumeOff})
 	w := d.create(t, "main")
 	d.sh(t, w.ID, "echo x > f")
 	d.commit(t, w.ID, api.StatusCommitted)
@@ -236,7 +239,8 @@ func TestDaemonRestartRemovesEndedWorkspaces(t *testing.T) {
 	if err := d.Daemon.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// As if the removal had not happened before the daemon stopped.
+	// As if the removal had not happened before the daemon stopped — and
+	// with a record beside the marker.
 	ended := filepath.Join(d.stateDir, "ws", w.ID)
 	if err := os.MkdirAll(filepath.Join(ended, "upper-9"), 0o755); err != nil {
 		t.Fatal(err)
@@ -244,7 +248,15 @@ func TestDaemonRestartRemovesEndedWorkspaces(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ended, "ended"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin})
+	head, err := d.st.Backend().Branch("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := fmt.Sprintf(`{"id": %q, "branch": "main", "lease": %q, "path": "/workspace", "gen": 9}`, w.ID, head.Head.String())
+	if err := os.WriteFile(filepath.Join(ended, "state.json"), []byte(rec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin, Volume: sessions.VolumeOff})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,10 +42,16 @@ func dataFile(t *testing.T, d *testDaemon, ref, path string) string {
 		t.Fatal(err)
 	}
 	p := filepath.Join(d.stateDir, "ws", ".data", fi.ID.String())
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("no data file of %s:%s: %v", ref, path, err)
+	// Made in the background once its Commit has landed.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, err := os.Stat(p)
+		if err == nil {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no data file of %s:%s: %v", ref, path, err)
+		}
 	}
-	return p
 }
 
 // TestWorkspaceBigFilesCloned: on the daemon's XFS volume, a big file a

@@ -198,9 +198,13 @@ func (d *Daemon) restore() error {
 			continue // the data layer (datalayer.go)
 		}
 		dir := d.dir("ws", e.Name())
+		if isEnded(dir) { // even with a record, should one be left beside the marker
+			removeInBackground(dir)
+			continue
+		}
 		rec, err := loadRecord(dir)
-		if err != nil && (isSpare(dir) || isEnded(dir)) {
-			removeInBackground(dir) // made ahead of need and never used, or ended
+		if err != nil && isSpare(dir) {
+			removeInBackground(dir) // made ahead of need and never used
 			continue
 		}
 		if err != nil {
