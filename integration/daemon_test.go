@@ -277,10 +277,13 @@ func TestDaemonRestartRemovesEndedWorkspaces(t *testing.T) {
 // TestDaemonRestartReleasesOrphanLeases: Leases a daemon of this state
 // directory took for Workspaces it kept no record of (a crash between a
 // create's Lease and its record, or an end's record and its release) are
-// released by the next one; its restored Workspaces' Leases, and other
-// daemons', stay.
+// released by the next one; its restored Workspaces' Leases, those of a
+// Workspace directory whose record it could not read, and other state
+// directories' — another path, or the same path in another container —
+// stay.
 func TestDaemonRestartReleasesOrphanLeases(t *testing.T) {
-	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
+	// No volume: the directory made below must be seen at the restart.
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{Volume: sessions.VolumeOff})
 	kept := d.create(t, "main")
 	d.sh(t, kept.ID, "echo dirty > f")
 	if err := d.Daemon.Close(); err != nil {
@@ -295,16 +298,26 @@ func TestDaemonRestartReleasesOrphanLeases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	inst, err := os.ReadFile(filepath.Join(dir, "instance"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := dir + "@" + strings.TrimSpace(string(inst))
 	host, _ := os.Hostname()
 	for id, holder := range map[string]string{
-		"ws-orphan":  host + ":99999:" + dir,
-		"ws-another": host + ":99999:" + dir + "-another",
+		"ws-orphan":       host + ":99999:" + ours,
+		"ws-another":      host + ":99999:" + dir + "-another@" + strings.TrimSpace(string(inst)),
+		"ws-another-inst": host + ":99999:" + dir + "@0123456789abcdef", // the same path in another container
+		"ws-unreadable":   host + ":99999:" + ours,                      // a directory whose record is unreadable
 	} {
 		if err := s.SetLease(id, "main", holder, head.Head); err != nil {
 			t.Fatal(err)
 		}
 	}
-	d2, err := sessions.Start(sessions.Config{Store: s, StateDir: d.stateDir, Self: layerfsBin})
+	if err := os.MkdirAll(filepath.Join(d.stateDir, "ws", "ws-unreadable"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := sessions.Start(sessions.Config{Store: s, StateDir: d.stateDir, Self: layerfsBin, Volume: sessions.VolumeOff})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +330,7 @@ func TestDaemonRestartReleasesOrphanLeases(t *testing.T) {
 	for _, l := range leases {
 		ids = append(ids, l.ID)
 	}
-	want := []string{"ws-another", kept.ID}
+	want := []string{"ws-another", "ws-another-inst", "ws-unreadable", kept.ID}
 	slices.Sort(ids)
 	slices.Sort(want)
 	if !slices.Equal(ids, want) {

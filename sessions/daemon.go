@@ -1,6 +1,8 @@
 package sessions
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log"
@@ -93,9 +95,13 @@ func Start(cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	cfg.StateDir = abs
+	inst, err := stateInstance(abs)
+	if err != nil {
+		return nil, err
+	}
 	host, _ := os.Hostname()
 	d := &Daemon{cfg: cfg, s: cfg.Store, log: cfg.Logger, ws: map[string]*workspace{},
-		id: fmt.Sprintf("%s:%d:%s", host, os.Getpid(), abs)}
+		id: fmt.Sprintf("%s:%d:%s@%s", host, os.Getpid(), abs, inst)}
 	d.spares = &spares{d: d}
 	if err := d.setup(); err != nil {
 		d.teardown()
@@ -222,10 +228,12 @@ func (d *Daemon) restore() error {
 }
 
 // dropOrphanLeases releases the Leases that a daemon of this state
-// directory, on this host, took for Workspaces it has no record of. A
-// crash between taking a create's Lease and saving its record, or between
-// an end's retiring the record and releasing the Lease, left them pinning
-// their Commits for good. Restored Workspaces hold theirs again (resume).
+// directory — the same host, path and instance (stateInstance) — took for
+// Workspaces it has no record of. A crash between taking a create's Lease
+// and saving its record, or between an end's retiring the record and
+// releasing the Lease, left them pinning their Commits for good. Restored
+// Workspaces hold theirs again (resume); a Workspace directory whose
+// record could not be read keeps its Lease.
 func (d *Daemon) dropOrphanLeases() error {
 	leases, err := d.s.Leases()
 	if err != nil {
@@ -237,6 +245,9 @@ func (d *Daemon) dropOrphanLeases() error {
 		if h != host || ld != dir || d.ws[l.ID] != nil {
 			continue
 		}
+		if _, err := os.Stat(d.dir("ws", l.ID)); err == nil && !isEnded(d.dir("ws", l.ID)) {
+			continue // an unreadable record (restore skipped it): kept for its owner to see to
+		}
 		if err := d.s.DropLease(l.ID); err != nil {
 			return err
 		}
@@ -245,8 +256,26 @@ func (d *Daemon) dropOrphanLeases() error {
 	return nil
 }
 
+// stateInstance returns the state directory's instance name, made at
+// random the first time: with the host and path it tells this state
+// directory's Leases from those of another with the same path on a host
+// of the same name (two containers, say) sharing the Store.
+func stateInstance(dir string) (string, error) {
+	p := filepath.Join(dir, "instance")
+	if b, err := os.ReadFile(p); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	var r [8]byte
+	rand.Read(r[:])
+	inst := hex.EncodeToString(r[:])
+	if err := os.WriteFile(p, []byte(inst+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("state directory instance: %w", err)
+	}
+	return inst, nil
+}
+
 // splitHolder splits a daemon's Lease holder (Daemon.id): its host, its
-// process ID and its state directory.
+// process ID and its state directory with its instance (path@instance).
 func splitHolder(holder string) (host, pid, dir string) {
 	parts := strings.SplitN(holder, ":", 3)
 	if len(parts) != 3 {
