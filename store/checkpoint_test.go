@@ -49,22 +49,33 @@ func TestWALStaysBounded(t *testing.T) {
 }
 
 // TestCheckpointAfterRun: after a large write the checkpointer waits for
-// writes to pause, or, once a Stage's publish ends the run, only for the
-// commit to settle.
+// writes to pause, or, once the publish of a Stage that spilled packs ends
+// the run, only for the commit to settle. Other publishes do not end it.
 func TestCheckpointAfterRun(t *testing.T) {
 	s, err := Open(filepath.Join(t.TempDir(), "s.layerfs"), Options{Create: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	publish := func(stage bool) {
+	// publish publishes a Stage of size bytes of chunks, if any: past
+	// stageSpill, the Stage spills packs of its own.
+	publish := func(size int) {
 		t.Helper()
+		st := s.NewStage()
+		for i := 0; i < size; i += 16 << 10 {
+			if _, err := st.PutChunk(randBytes(int64(size+i), 16<<10), object.Zero); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if size > stageSpill {
+			// As Publish does with a big Stage: its spills are written
+			// before the ref transaction.
+			if err := st.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
 		err := s.Update(func(tx *RefTx) error {
-			if stage {
-				st := s.NewStage()
-				if _, err := st.Put(object.KindChunk, []byte("the run's last object")); err != nil {
-					return err
-				}
+			if size > 0 {
 				tx.Write(st)
 			}
 			return tx.SetLease("ws-1", MainBranch, "test", object.Zero)
@@ -73,16 +84,20 @@ func TestCheckpointAfterRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s.ckpt.wrote(largeWrite) // a spill of the run
+	s.ckpt.wrote(largeWrite) // a spill of a run
 	if _, wait := s.ckpt.due(); wait <= 0 {
 		t.Fatalf("after a large write: wait %v, want the quiet still to come", wait)
 	}
-	publish(false) // another Workspace's Lease: the run goes on
-	if _, wait := s.ckpt.due(); wait <= 0 {
+	publish(0) // another Workspace's Lease: the run goes on
+	if _, wait := s.ckpt.due(); wait <= checkpointSettle {
 		t.Fatalf("after a ref transaction without a Stage: wait %v, want the quiet still to come", wait)
 	}
-	publish(true)
+	publish(64 << 10) // another Workspace's small commit: the run goes on
+	if _, wait := s.ckpt.due(); wait <= checkpointSettle {
+		t.Fatalf("after a Stage that spilled nothing: wait %v, want the quiet still to come", wait)
+	}
+	publish(3 << 20) // a big file's: spilled, and published
 	if _, wait := s.ckpt.due(); wait > checkpointSettle {
-		t.Errorf("after the Stage's publish: wait %v, want at most %v", wait, checkpointSettle)
+		t.Errorf("after the spilling Stage's publish: wait %v, want at most %v", wait, checkpointSettle)
 	}
 }

@@ -51,9 +51,13 @@ func (s *Store) Update(fn func(tx *RefTx) error) error {
 	rt.countStages()
 	s.rememberExtents(rt.objs)
 	s.wrote(rt.storedBytes(), false)
-	if len(rt.stages) > 0 {
-		// A Stage's publish: the packs it spilled before are all written.
-		s.ckpt.runEnded()
+	for _, sc := range rt.stages {
+		if sc.st.spilled() {
+			// The publish of a Stage that spilled packs: its run of
+			// large writes is over.
+			s.ckpt.runEnded()
+			break
+		}
 	}
 	return nil
 }

@@ -220,6 +220,13 @@ func (st *Stage) spill(n int, objs []*pendingObject) {
 	}
 }
 
+// spilled reports whether the Stage has written packs of its own.
+func (st *Stage) spilled() bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.nextID > 0
+}
+
 func (st *Stage) setFlushing(on bool) {
 	st.mu.Lock()
 	st.flushing = on
