@@ -53,6 +53,7 @@ type making struct {
 	branch string
 	head   object.ID
 	tid    atomic.Int32
+	wanted atomic.Bool // a create waits for it: its thread runs at normal priority
 	done   chan struct{}
 }
 
@@ -75,6 +76,7 @@ func (s *spares) take(branch string, head object.ID, path string) *spare {
 	if m == nil || m.branch != branch || m.head != head || path != api.DefaultPath {
 		return nil
 	}
+	m.wanted.Store(true) // a thread not started yet raises itself (run)
 	if tid := m.tid.Load(); tid != 0 {
 		unix.Setpriority(unix.PRIO_PROCESS, int(tid), 0)
 	}
@@ -133,6 +135,9 @@ func (s *spares) run(m *making) {
 	backgroundPriority()
 	tid := int32(unix.Gettid())
 	m.tid.Store(tid)
+	if m.wanted.Load() {
+		unix.Setpriority(unix.PRIO_PROCESS, 0, 0)
+	}
 	// givenUp ends the announced spare, m, when it will not be made.
 	givenUp := func() {
 		if m != nil {
