@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -335,5 +336,52 @@ func TestDaemonRestartReleasesOrphanLeases(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(ids, want) {
 		t.Errorf("leases after restart: %v, want %v", ids, want)
+	}
+}
+
+// TestConcurrentRequestsAndEnd: requests that got hold of a Workspace
+// while a slow commit held it, and waited behind an end, find it ended
+// (ErrNotFound): none of them may use what the end took down. A commit
+// that did so dereferenced the stopped holder on a goroutine of its own
+// and took the daemon down.
+func TestConcurrentRequestsAndEnd(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
+	for i := 0; i < 6; i++ {
+		w := d.create(t, "main")
+		// A new 8 MiB file: its commit holds the Workspace for a while.
+		d.sh(t, w.ID, fmt.Sprintf("head -c 8388608 /dev/urandom > big%d.bin", i))
+		var wg sync.WaitGroup
+		run := func(op func() error) *error {
+			err := new(error)
+			wg.Add(1)
+			go func() { defer wg.Done(); *err = op() }()
+			return err
+		}
+		first := run(func() error { _, err := d.Commit(w.ID, api.CommitRequest{}); return err })
+		time.Sleep(20 * time.Millisecond) // the commit is capturing
+		end := run(func() error { return d.End(w.ID, true) })
+		time.Sleep(2 * time.Millisecond) // the end waits for the commit; these for both
+		others := []*error{
+			run(func() error { _, err := d.Commit(w.ID, api.CommitRequest{}); return err }),
+			run(func() error { _, err := d.Discard(w.ID); return err }),
+			run(func() error { _, err := d.Inspect(w.ID); return err }),
+			run(func() error { return d.End(w.ID, true) }),
+		}
+		wg.Wait()
+		if *first != nil {
+			t.Fatalf("round %d: the first commit: %v", i, *first)
+		}
+		ends := 0
+		for j, err := range append([]*error{end}, others...) {
+			switch {
+			case *err == nil && (j == 0 || j == 4):
+				ends++
+			case *err != nil && !errors.Is(*err, sessions.ErrNotFound):
+				t.Errorf("round %d, request %d: %v", i, j, *err)
+			}
+		}
+		if ends != 1 {
+			t.Fatalf("round %d: %d ends succeeded, want 1", i, ends)
+		}
 	}
 }

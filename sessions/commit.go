@@ -39,6 +39,9 @@ func (d *Daemon) Commit(id string, req api.CommitRequest) (api.CommitResult, err
 }
 
 func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
+	if err := w.ended(); err != nil {
+		return api.CommitResult{}, err
+	}
 	start := time.Now()
 	// Counting the processes still running scans /proc (~1 ms): do it
 	// beside the capture, which it only decides whether to keep.

@@ -196,6 +196,15 @@ func (w *workspace) detach() error {
 	return unmount(w.hostPath())
 }
 
+// ended reports, under w.mu, that the Workspace was ended (or detached
+// by Close) while the caller waited for the lock.
+func (w *workspace) ended() error {
+	if w.holder == nil {
+		return fmt.Errorf("workspace %s: %w", w.rec.ID, ErrNotFound)
+	}
+	return nil
+}
+
 func (w *workspace) describe() api.Workspace {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
@@ -210,8 +219,15 @@ func (d *Daemon) Inspect(id string) (api.Workspace, error) {
 		return api.Workspace{}, err
 	}
 	w.mu.RLock()
-	pending, err := w.pending()
+	err = w.ended()
+	var pending []string
+	if err == nil {
+		pending, err = w.pending()
+	}
 	w.mu.RUnlock()
+	if errors.Is(err, ErrNotFound) {
+		return api.Workspace{}, err
+	}
 	desc := w.describe()
 	desc.Pending = pending
 	return desc, err
@@ -383,7 +399,9 @@ func (d *Daemon) Discard(id string) (api.Workspace, error) {
 		return api.Workspace{}, err
 	}
 	w.mu.Lock()
-	err = w.remount(w.upper(), w.work())
+	if err = w.ended(); err == nil {
+		err = w.remount(w.upper(), w.work())
+	}
 	w.mu.Unlock()
 	if err != nil {
 		return api.Workspace{}, fmt.Errorf("discard %s: %w", id, err)
@@ -402,6 +420,9 @@ func (d *Daemon) End(id string, discard bool) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if err := w.ended(); err != nil {
+		return err // by another end meanwhile
+	}
 	if !discard {
 		pending, err := w.pending()
 		if err != nil {
