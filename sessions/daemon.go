@@ -294,11 +294,20 @@ func (d *Daemon) Close() error {
 		return nil
 	}
 	d.closed = true
-	ws := d.ws
+	// A copy: an end that found its Workspace before this still deletes
+	// it from the table.
+	ws := make([]*workspace, 0, len(d.ws))
+	for _, w := range d.ws {
+		ws = append(ws, w)
+	}
 	d.mu.Unlock()
 	var errs []error
 	for _, w := range ws {
-		errs = append(errs, w.detach())
+		w.mu.Lock() // after a commit or end under way
+		if w.holder != nil {
+			errs = append(errs, w.detach())
+		}
+		w.mu.Unlock()
 	}
 	d.spares.close()
 	if d.holders != nil {
