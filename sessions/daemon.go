@@ -239,13 +239,13 @@ func (d *Daemon) dropOrphanLeases() error {
 	if err != nil {
 		return err
 	}
-	host, _, dir := splitHolder(d.id)
+	ours := holderHome(d.id)
 	for _, l := range leases {
-		h, _, ld := splitHolder(l.Holder)
-		if h != host || ld != dir || d.ws[l.ID] != nil {
+		if holderHome(l.Holder) != ours || d.ws[l.ID] != nil {
 			continue
 		}
-		if _, err := os.Stat(d.dir("ws", l.ID)); err == nil && !isEnded(d.dir("ws", l.ID)) {
+		dir := d.dir("ws", l.ID)
+		if _, err := os.Stat(dir); err == nil && !isEnded(dir) {
 			continue // an unreadable record (restore skipped it): kept for its owner to see to
 		}
 		if err := d.s.DropLease(l.ID); err != nil {
@@ -274,14 +274,15 @@ func stateInstance(dir string) (string, error) {
 	return inst, nil
 }
 
-// splitHolder splits a daemon's Lease holder (Daemon.id): its host, its
-// process ID and its state directory with its instance (path@instance).
-func splitHolder(holder string) (host, pid, dir string) {
+// holderHome is a daemon's Lease holder (Daemon.id, host:pid:path@instance)
+// without its process ID: which state directory the daemon served. A
+// holder not of that form (another kind of writer's) has none: "".
+func holderHome(holder string) string {
 	parts := strings.SplitN(holder, ":", 3)
 	if len(parts) != 3 {
-		return "", "", ""
+		return ""
 	}
-	return parts[0], parts[1], parts[2]
+	return parts[0] + ":" + parts[2]
 }
 
 // Close unmounts every Workspace and the Store, keeping the records: a
@@ -304,7 +305,7 @@ func (d *Daemon) Close() error {
 	var errs []error
 	for _, w := range ws {
 		w.mu.Lock() // after a commit or end under way
-		if w.holder != nil {
+		if w.ended() == nil {
 			errs = append(errs, w.detach())
 		}
 		w.mu.Unlock()

@@ -141,6 +141,7 @@ func (c *checkpointer) runEnded() {
 		return
 	}
 	c.mu.Lock()
+	// A run is under way while its last large write is within its quiet.
 	ended := c.quiet == checkpointQuiet && time.Since(c.large) < checkpointQuiet
 	if ended {
 		c.large, c.quiet = time.Now(), checkpointSettle
