@@ -21,8 +21,10 @@ type fileSystem struct {
 	limiter limiter
 	started time.Time // the mtime of directories that are not in a tree
 
-	mu    sync.Mutex
-	views map[object.ID]*lowerfs.View // by Commit, for the all-commits root
+	mu      sync.Mutex
+	views   map[object.ID]*lowerfs.View // by Commit, for the all-commits root
+	slots   map[string]*slotDir         // by name, the Slots not released
+	slotSeq uint64                      // the last Slot's name
 }
 
 func newFileSystem(st *store.Store, opts Options, logger *log.Logger) *fileSystem {

@@ -38,6 +38,13 @@ func needFUSE(t *testing.T) {
 // returns the mountpoint and what the server logged.
 func mountTest(t *testing.T, cfg Config) (string, *syncBuffer) {
 	t.Helper()
+	srv, logged := mountServer(t, cfg)
+	return srv.Mountpoint(), logged
+}
+
+// mountServer is mountTest returning the server.
+func mountServer(t *testing.T, cfg Config) (*Server, *syncBuffer) {
+	t.Helper()
 	needFUSE(t)
 	logged := &syncBuffer{}
 	cfg.Mountpoint = t.TempDir()
@@ -52,7 +59,7 @@ func mountTest(t *testing.T, cfg Config) (string, *syncBuffer) {
 			t.Errorf("unmount: %v", err)
 		}
 	})
-	return cfg.Mountpoint, logged
+	return srv, logged
 }
 
 type syncBuffer struct {

@@ -57,6 +57,9 @@ func (r *commitsRoot) Lookup(ctx context.Context, name string, out *fuse.EntryOu
 	if name == branchesName {
 		return newBranchesDir(ctx, r.fsys, r.EmbeddedInode(), "", out), 0
 	}
+	if name == slotsName {
+		return newSlotsDir(ctx, r.fsys, r.EmbeddedInode(), out), 0
+	}
 	out.SetEntryTimeout(time.Nanosecond)
 	if !rootRef.MatchString(name) {
 		return nil, syscall.ENOENT

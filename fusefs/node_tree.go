@@ -20,6 +20,7 @@ type treeDir struct {
 	view *lowerfs.View
 	e    store.Entry
 	path string // below the Commit's root; "" for the root itself
+	slot string // the Slot the tree is seen through, if any (its directories are its own)
 }
 
 var (
@@ -73,6 +74,9 @@ func (d *treeDir) child(ctx context.Context, e *store.Entry, out *fuse.EntryOut)
 // identity is what the inode number of the child at path is derived from.
 func (d *treeDir) identity(path string, e *store.Entry) identity {
 	if e.Type == store.TypeDir {
+		if d.slot != "" {
+			return syntheticIdentity('D', d.slot, d.rootID().String(), path)
+		}
 		return dirIdentity(d.rootID(), path)
 	}
 	return fileIdentity(path, e)
@@ -90,7 +94,7 @@ func (d *treeDir) rootID() object.ID {
 func (d *treeDir) newNode(e *store.Entry, path string) fs.InodeEmbedder {
 	switch e.Type {
 	case store.TypeDir:
-		return &treeDir{fsys: d.fsys, view: d.view, e: *e, path: path}
+		return &treeDir{fsys: d.fsys, view: d.view, e: *e, path: path, slot: d.slot}
 	case store.TypeSymlink:
 		return &linkNode{fsys: d.fsys, e: *e, ttl: d.fsys.opts.entryTimeout()}
 	}
