@@ -217,6 +217,39 @@ func TestRestartAfterInterruptedRebase(t *testing.T) {
 	}
 }
 
+// TestCommitOverStrayNextGeneration: a commit mounts the overlay it
+// follows the new head to in the next generation's directories, beside
+// its capture. A crash can leave such directories behind, one a used work
+// directory that overlayfs refuses; the next commit starts them afresh,
+// and nothing left in them shows in the Workspace.
+func TestCommitOverStrayNextGeneration(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{Volume: sessions.VolumeOff})
+	w := d.create(t, "main")
+	data, err := os.ReadFile(filepath.Join(d.stateDir, "ws", w.ID, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct{ Gen int }
+	decodeJSON(t, string(data), &rec)
+	next := strconv.Itoa(rec.Gen + 1)
+	writeTree(t, filepath.Join(d.stateDir, "ws", w.ID), map[string]string{
+		"upper-" + next + "/junk.txt": "left by a crash\n",
+	})
+	if err := os.MkdirAll(filepath.Join(d.stateDir, "ws", w.ID, "work-"+next, "work", "incompat", "volatile"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d.sh(t, w.ID, "echo b > b.txt")
+	d.commit(t, w.ID, api.StatusCommitted)
+	if got := d.sh(t, w.ID, "ls"); got != "a.txt\nb.txt\n" {
+		t.Fatalf("after the commit the Workspace lists %q", got)
+	}
+	d.sh(t, w.ID, "echo c > c.txt")
+	d.commit(t, w.ID, api.StatusCommitted)
+	if got := d.sh(t, w.ID, "cat a.txt b.txt c.txt"); got != "a\nb\nc\n" {
+		t.Fatalf("after a second commit the Workspace reads %q", got)
+	}
+}
+
 // TestDaemonSIGTERMKillsCommands: SIGTERM ends a daemon process promptly
 // even while commands run in its Workspaces — one in the foreground of an
 // exec request, one left in the background — and leaves nothing mounted

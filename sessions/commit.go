@@ -43,6 +43,14 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 		return api.CommitResult{}, err
 	}
 	start := time.Now()
+	// The overlay the Workspace will follow the new head to is mounted
+	// beside the capture and the publish; follow binds it to the head.
+	next := w.prepareNext()
+	defer func() {
+		if next != nil {
+			next.discard(w)
+		}
+	}()
 	// Counting the processes still running scans /proc (~1 ms): do it
 	// beside the capture, which it only decides whether to keep.
 	running := make(chan int, 1)
@@ -88,7 +96,8 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	case publish.Committed:
 		w.rec.Commits++
 		old := w.rec.lease()
-		err = w.follow(res.Commit, res.FinishAudit, true)
+		err = w.follow(res.Commit, res.FinishAudit, true, next)
+		next = nil
 		if w.d.data != nil {
 			// After the switch to the new head: the data files made after
 			// the Commit (clones, on the volume the new overlay's
@@ -100,8 +109,11 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 			w.d.warm(old, res.Commit, c.Changes)
 		}
 	case publish.UpToDate:
-		err = w.follow(res.Head, nil, false)
+		err = w.follow(res.Head, nil, false, next)
+		next = nil
 	case publish.Conflict:
+		next.discard(w) // the rebase makes the next generation itself
+		next = nil
 		markers, err = w.rebase(res, c)
 	}
 	res.FinishAudit() // if follow stopped before it ran

@@ -59,7 +59,7 @@ func (w *workspace) rebase(res *publish.Result, c *publish.Capture) ([]string, e
 	if err := os.MkdirAll(w.work(), 0o755); err != nil {
 		return nil, err
 	}
-	if err := w.show(); err != nil {
+	if err := w.show(nil); err != nil {
 		return nil, err
 	}
 	removeInBackground(oldWork)

@@ -39,8 +39,8 @@ func (w *workspace) dir(parts ...string) string {
 	return w.d.dir(append([]string{"ws", w.rec.ID}, parts...)...)
 }
 
-func (w *workspace) upper() string    { return w.dir("upper-" + strconv.Itoa(w.rec.Gen)) }
-func (w *workspace) work() string     { return w.dir("work-" + strconv.Itoa(w.rec.Gen)) }
+func (w *workspace) upper() string    { u, _ := w.genDirs(w.rec.Gen); return u }
+func (w *workspace) work() string     { _, wk := w.genDirs(w.rec.Gen); return wk }
 func (w *workspace) hostPath() string { return w.d.dir("mnt", w.rec.ID) }
 func (w *workspace) lower() string    { return w.d.dir("lower", w.rec.Lease) }
 
@@ -132,7 +132,7 @@ func (w *workspace) setup() error {
 		return err
 	}
 	w.holder = h
-	if err := w.show(); err != nil {
+	if err := w.show(nil); err != nil {
 		return err
 	}
 	return w.rec.save(w.dir())
@@ -278,16 +278,25 @@ func (w *workspace) captured(ignore *publish.Rules) publish.Upper {
 
 // follow moves the Workspace to commit: a new Lease, a fresh overlay with
 // an empty upperdir at the same paths; the old overlay is detached and its
-// upperdir removed in the background. The Lease (a Store write) overlaps
-// the new directories, unless leased says the Store's Lease is on commit
-// already (it landed with it); alongside, if not nil, runs on another
-// goroutine while the overlay is switched (a Commit's audit, another Store
-// write, beside mount calls). Callers hold w.mu.
-func (w *workspace) follow(commit object.ID, alongside func(), leased bool) error {
-	// The overlay's mount looks the new Commit up in the Store's FUSE mount
-	// (a FUSE request and a few queries, about 0.5 ms): start that now, so
-	// it overlaps the lease and the mkdirs.
-	go os.Stat(w.d.dir("lower", commit.String()))
+// upperdir removed in the background. The overlay is next, if it is not
+// nil and was mounted (a commit prepares it beside its capture); follow
+// owns next. The Lease (a Store write) overlaps the new directories,
+// unless leased says the Store's Lease is on commit already (it landed
+// with it); alongside, if not nil, runs on another goroutine while the
+// overlay is switched (a Commit's audit, another Store write, beside mount
+// calls). Callers hold w.mu.
+func (w *workspace) follow(commit object.ID, alongside func(), leased bool, next *nextView) error {
+	if next != nil && next.wait() != nil {
+		w.d.log.Printf("workspace %s: the next overlay was not made ahead (%v); making it now", w.rec.ID, next.err)
+		next.discard(w)
+		next = nil
+	}
+	if next == nil {
+		// The overlay's mount looks the new Commit up in the Store's FUSE
+		// mount (a FUSE request and a few queries, about 0.5 ms): start
+		// that now, so it overlaps the lease and the mkdirs.
+		go os.Stat(w.d.dir("lower", commit.String()))
+	}
 	lease := make(chan error, 1)
 	if leased {
 		lease <- nil
@@ -296,11 +305,17 @@ func (w *workspace) follow(commit object.ID, alongside func(), leased bool) erro
 	}
 	oldUpper, oldWork := w.upper(), w.work()
 	w.rec.Gen++
-	err := w.makeDirs()
+	var err error
+	if next == nil {
+		err = w.makeDirs()
+	}
 	if err = errors.Join(err, <-lease); err != nil {
 		w.rec.Gen-- // still on the old overlay: keep the old Lease
 		if leased {
 			w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, w.rec.lease())
+		}
+		if next != nil {
+			next.discard(w)
 		}
 		return err
 	}
@@ -312,7 +327,7 @@ func (w *workspace) follow(commit object.ID, alongside func(), leased bool) erro
 			alongside()
 		}
 	}()
-	err = w.switchOverlay()
+	err = w.switchOverlay(next)
 	<-done
 	if err != nil {
 		return err
@@ -329,7 +344,7 @@ func (w *workspace) remount(oldUpper, oldWork string) error {
 	if err := w.makeDirs(); err != nil {
 		return err
 	}
-	if err := w.switchOverlay(); err != nil {
+	if err := w.switchOverlay(nil); err != nil {
 		return err
 	}
 	removeInBackground(oldUpper, oldWork)
@@ -346,21 +361,22 @@ func (w *workspace) makeDirs() error {
 	return nil
 }
 
-// switchOverlay shows the overlay of the current lease and directories
-// and saves the record beside that.
-func (w *workspace) switchOverlay() error {
+// switchOverlay shows the overlay of the current lease and directories,
+// next if it is not nil, and saves the record beside that.
+func (w *workspace) switchOverlay(next *nextView) error {
 	saved := make(chan error, 1)
 	go func() { saved <- w.rec.save(w.dir()) }()
-	err := w.show()
+	err := w.show(next)
 	return errors.Join(err, <-saved)
 }
 
 // show mounts the overlay of the current lease and directories and makes
 // it the Workspace's view, in the holder's namespace and at the host
-// path. The views it replaces, if any, are unmounted in the background
-// (holder.attach, Daemon.retire).
-func (w *workspace) show() error {
-	mfd, shown, err := w.mountView()
+// path; next, if not nil, is that overlay mounted already, its Slot not
+// bound yet. The views it replaces, if any, are unmounted in the
+// background (holder.attach, Daemon.retire).
+func (w *workspace) show(next *nextView) error {
+	mfd, shown, err := w.mountView(next)
 	if err != nil {
 		return err
 	}
@@ -376,12 +392,25 @@ func (w *workspace) show() error {
 }
 
 // mountView mounts the overlay of the current lease and directories,
-// detached, and attaches a clone of it in the holder's namespace in place
-// of the view there. It returns the detached mount, which the caller
-// closes, and the data layer's tick it was made at (for w.shown).
-func (w *workspace) mountView() (int, int64, error) {
-	shown := w.d.tick()
-	mfd, err := overlayDetached(w.lower(), w.d.dataDir(), w.upper(), w.work())
+// detached, or binds next's Slot to the lease, and attaches a clone of it
+// in the holder's namespace in place of the view there. It returns the
+// detached mount, which the caller closes, and the data layer's tick it
+// was made at (for w.shown).
+func (w *workspace) mountView(next *nextView) (int, int64, error) {
+	var mfd int
+	var shown int64
+	var err error
+	if next != nil {
+		mfd, shown = next.mfd, next.shown
+		next.mfd = -1 // the caller's now
+		err = next.slot.Bind(w.rec.lease())
+		if err != nil {
+			unix.Close(mfd)
+		}
+	} else {
+		shown = w.d.tick()
+		mfd, err = overlayDetached(w.lower(), w.d.dataDir(), w.upper(), w.work())
+	}
 	if err != nil {
 		return -1, 0, err
 	}

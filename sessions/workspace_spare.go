@@ -262,7 +262,7 @@ func (s *spares) refresh(sp *spare, head object.ID) error {
 	if err := w.makeDirs(); err != nil {
 		return undo(err)
 	}
-	mfd, shown, err := w.mountView()
+	mfd, shown, err := w.mountView(nil)
 	if err != nil {
 		removeInBackground(w.upper(), w.work())
 		return undo(err)

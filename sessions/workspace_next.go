@@ -1,0 +1,82 @@
+package sessions
+
+import (
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/layerfs/layerfs/fusefs"
+)
+
+// nextView is the overlay a commit mounts for the Workspace to follow the
+// new head, beside its capture and publish rather than after them: the
+// Commit it will show does not exist yet, so its lower layer is a Slot of
+// the FUSE mount (fusefs.Slot), bound once the Commit lands. It uses the
+// next generation's directories. The mount takes about a millisecond,
+// mostly waiting (the lower layer's attributes and statfs through FUSE,
+// the work directory's setup on disk); a commit's switch is then the Bind
+// and the attach.
+type nextView struct {
+	gen   int
+	ready chan struct{} // closed when the fields below are set
+	slot  *fusefs.Slot
+	mfd   int   // the detached overlay
+	shown int64 // the data layer's tick it was mounted at
+	err   error
+}
+
+// prepareNext starts mounting the next view. Callers hold w.mu, and must
+// hand the view to follow or discard it before they let go of w.mu.
+func (w *workspace) prepareNext() *nextView {
+	nv := &nextView{gen: w.rec.Gen + 1, ready: make(chan struct{}), mfd: -1}
+	upper, work := w.genDirs(nv.gen)
+	go func() {
+		defer close(nv.ready)
+		// Directories of this generation can only be a crash's leftovers
+		// (a view prepared and never shown); a used work directory would
+		// make overlayfs refuse the mount.
+		os.RemoveAll(work)
+		os.RemoveAll(upper)
+		for _, p := range []string{upper, work} {
+			if nv.err = os.MkdirAll(p, 0o755); nv.err != nil {
+				return
+			}
+		}
+		nv.slot, nv.err = w.d.fuse.NewSlot()
+		if nv.err != nil {
+			return
+		}
+		// The overlay holds the Slot's directory from here on: its name
+		// is no longer needed.
+		defer nv.slot.Release()
+		nv.shown = w.d.tick()
+		nv.mfd, nv.err = overlayDetached(nv.slot.Path(), w.d.dataDir(), upper, work)
+	}()
+	return nv
+}
+
+// wait waits for the view and reports whether it is there to use.
+func (nv *nextView) wait() error {
+	<-nv.ready
+	return nv.err
+}
+
+// discard unmounts the view, if it was mounted, and removes its
+// directories: the next generation's, which the caller may make again.
+func (nv *nextView) discard(w *workspace) {
+	<-nv.ready
+	if nv.mfd >= 0 {
+		unix.Close(nv.mfd)
+		nv.mfd = -1
+	}
+	upper, work := w.genDirs(nv.gen)
+	os.RemoveAll(work)
+	os.RemoveAll(upper)
+}
+
+// genDirs are the upper and work directories of generation gen.
+func (w *workspace) genDirs(gen int) (upper, work string) {
+	g := strconv.Itoa(gen)
+	return w.dir("upper-" + g), w.dir("work-" + g)
+}
