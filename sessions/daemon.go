@@ -56,6 +56,10 @@ type Daemon struct {
 	reaper  reaper
 	// retiring counts replaced host views still being unmounted (retire).
 	retiring sync.WaitGroup
+	// asides holds empty directories in mnt/.retired for retire to move
+	// views to, each left by a view's finished unmount: making one on the
+	// state directory's filesystem took ~0.12 ms of every commit's reply.
+	asides chan string
 	// warming counts reads ahead of committed big files (warm.go).
 	warming sync.WaitGroup
 	log     *log.Logger
@@ -100,7 +104,7 @@ func Start(cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	d := &Daemon{cfg: cfg, s: cfg.Store, log: cfg.Logger, ws: map[string]*workspace{},
+	d := &Daemon{cfg: cfg, s: cfg.Store, log: cfg.Logger, ws: map[string]*workspace{}, asides: make(chan string, 8),
 		id: fmt.Sprintf("%s:%d:%s@%s", host, os.Getpid(), abs, inst)}
 	d.spares = &spares{d: d}
 	if err := d.setup(); err != nil {
@@ -323,6 +327,9 @@ func (d *Daemon) Close() error {
 func (d *Daemon) teardown() error {
 	var errs []error
 	d.retiring.Wait()
+	for len(d.asides) > 0 {
+		os.Remove(<-d.asides)
+	}
 	d.warming.Wait()
 	if d.data != nil {
 		d.data.close()

@@ -92,15 +92,22 @@ const retiredDir = ".retired"
 // unmounts it in the background (see holder.attach for why); mnt is then
 // free for the next view at once. Nothing mounted at mnt is no error.
 // Moving needs a parent mount that is not shared: setup makes the mount
-// directory a private mount of its own.
+// directory a private mount of its own. The place aside is one an earlier
+// retire's unmount left empty (d.asides), or a new one.
 func (d *Daemon) retire(mnt string) error {
-	aside, err := os.MkdirTemp(d.dir("mnt", retiredDir), "")
+	var aside string
+	var err error
+	select {
+	case aside = <-d.asides:
+	default:
+		aside, err = os.MkdirTemp(d.dir("mnt", retiredDir), "")
+	}
 	if err == nil {
 		err = unix.MoveMount(unix.AT_FDCWD, mnt, unix.AT_FDCWD, aside, 0)
 	}
 	if err != nil {
 		if aside != "" {
-			os.Remove(aside)
+			d.reuseAside(aside)
 		}
 		return unmount(mnt) // not a mount (EINVAL), or no way aside: the slow way
 	}
@@ -108,10 +115,21 @@ func (d *Daemon) retire(mnt string) error {
 	go func() {
 		defer d.retiring.Done()
 		if unmount(aside) == nil {
-			os.Remove(aside) // only if empty: never a mount's content
+			d.reuseAside(aside)
 		}
 	}()
 	return nil
+}
+
+// reuseAside keeps aside, an empty place in .retired, for the next
+// retire, or removes it when enough are kept. rmdir, never RemoveAll: it
+// must never reach into a mount's content.
+func (d *Daemon) reuseAside(aside string) {
+	select {
+	case d.asides <- aside:
+	default:
+		os.Remove(aside)
+	}
 }
 
 // mountsUnder lists the mount points at or below dir, deepest first.
