@@ -30,6 +30,14 @@ type IntoStore interface {
 	GetManyInto(ids []object.ID, k object.Kind, alloc func(n int) []byte, fn func(id object.ID, data []byte, err error)) error
 }
 
+// CommitStore is a Store that keeps the Commits it decoded, which Open
+// uses when the Store offers it: the Commit a Workspace follows is the one
+// this process just landed, and its kept copy costs no query (~0.15 ms
+// of the commit's reply). *store.Store implements it.
+type CommitStore interface {
+	Commit(id object.ID) (*store.Commit, error)
+}
+
 // itemOverhead approximates what the cache's bookkeeping costs per object.
 const itemOverhead = 128
 
@@ -242,6 +250,13 @@ func treeCost(t *store.Tree) int64 {
 // commit reads and decodes a commit. Commits are read once per View, so
 // they bypass the cache.
 func (g *getter) commit(id object.ID) (*store.Commit, error) {
+	if cs, ok := g.s.(CommitStore); ok {
+		c, err := cs.Commit(id)
+		if err != nil {
+			return nil, &ObjectError{Kind: object.KindCommit, ID: id, Err: err}
+		}
+		return c, nil
+	}
 	data, err := g.s.Get(id, object.KindCommit)
 	if err != nil {
 		return nil, &ObjectError{Kind: object.KindCommit, ID: id, Err: err}
