@@ -2,6 +2,7 @@ package integration
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,62 @@ func TestWorkspacesFollowTheHead(t *testing.T) {
 			time.Sleep(200 * time.Millisecond) // the spare has caught up
 		}
 	}
+}
+
+// TestSpareFitsEveryBranch: the spare Workspace is made before anyone
+// knows which branch it will show, and shows whichever the next create
+// asks for, at its head: a branch that moved after the spare was made,
+// another branch, and the first again.
+func TestSpareFitsEveryBranch(t *testing.T) {
+	d := startDaemon(t, map[string]string{"n.txt": "main\n"}, sessions.Config{})
+	w := d.create(t, "main") // and a spare is made for the next
+	if _, err := d.st.Fork("feature", "main"); err != nil {
+		t.Fatal(err)
+	}
+	d.sh(t, w.ID, "echo main2 > n.txt")
+	d.commit(t, w.ID, api.StatusCommitted)
+	f := d.create(t, "feature")
+	d.sh(t, f.ID, "echo feature > n.txt && touch only-feature")
+	d.commit(t, f.ID, api.StatusCommitted)
+	for _, c := range []struct{ branch, want string }{
+		{"main", "main2\nn.txt\n"},
+		{"feature", "feature\nn.txt\nonly-feature\n"},
+		{"main", "main2\nn.txt\n"},
+	} {
+		before := d.fromSpare(t)
+		time.Sleep(100 * time.Millisecond) // the spare is ready
+		w := d.create(t, c.branch)
+		if got := d.sh(t, w.ID, "cat n.txt; ls"); got != c.want {
+			t.Fatalf("a Workspace of %s shows %q, want %q", c.branch, got, c.want)
+		}
+		if w.Branch != c.branch {
+			t.Fatalf("a Workspace of %s says it is of %s", c.branch, w.Branch)
+		}
+		if d.fromSpare(t) != before+1 {
+			t.Fatalf("the Workspace of %s was not made from the spare", c.branch)
+		}
+		if err := d.End(w.ID, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// fromSpare reads how many Workspaces the daemon made from a spare.
+func (d *testDaemon) fromSpare(t *testing.T) int {
+	t.Helper()
+	var b strings.Builder
+	d.WriteMetrics(&b)
+	for _, line := range strings.Split(b.String(), "\n") {
+		if v, ok := strings.CutPrefix(line, "layerfs_workspaces_from_spare_total "); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no layerfs_workspaces_from_spare_total in the metrics")
+	return 0
 }
 
 // lsAfter is what ls lists after i commits of TestWorkspacesFollowTheHead.

@@ -8,7 +8,7 @@ import (
 
 // metrics counts what the daemon did, for GET /metrics.
 type metrics struct {
-	created, ended, execs, commits, upToDate, conflicts, discards atomic.Int64
+	created, fromSpare, ended, execs, commits, upToDate, conflicts, discards atomic.Int64
 }
 
 // WriteMetrics writes the daemon's counters in Prometheus text format.
@@ -27,6 +27,7 @@ func (d *Daemon) WriteMetrics(w io.Writer) {
 		{"layerfs_workspaces", "live Workspaces", "gauge", int64(h.Workspaces)},
 		{"layerfs_workspaces_max", "cap on live Workspaces", "gauge", int64(h.Max)},
 		{"layerfs_workspaces_created_total", "Workspaces created", "counter", m.created.Load()},
+		{"layerfs_workspaces_from_spare_total", "of those, made ahead of need (a fast create)", "counter", m.fromSpare.Load()},
 		{"layerfs_workspaces_ended_total", "Workspaces ended", "counter", m.ended.Load()},
 		{"layerfs_execs_total", "commands run", "counter", m.execs.Load()},
 		{"layerfs_commits_total", "Workspace commits that landed", "counter", m.commits.Load()},

@@ -80,7 +80,7 @@ func (d *Daemon) create(req api.CreateRequest) (*workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer d.spares.fill(req.Branch, b.Head) // for the next one
+	defer d.spares.fill() // for the next one
 	if sp := d.spares.take(req.Branch, b.Head, req.Path); sp != nil {
 		return d.createFromSpare(sp)
 	}
@@ -110,6 +110,7 @@ func (d *Daemon) createFromSpare(sp *spare) (*workspace, error) {
 		d.s.DropLease(w.rec.ID)
 		return nil, fmt.Errorf("create workspace of %s: %w", w.rec.Branch, err)
 	}
+	d.metrics.fromSpare.Add(1)
 	return w, nil
 }
 
@@ -333,7 +334,6 @@ func (w *workspace) follow(commit object.ID, alongside func(), leased bool, next
 		return err
 	}
 	removeInBackground(oldUpper, oldWork)
-	w.d.spares.fill(w.rec.Branch, commit) // the head moved: the spare, if of this branch, is stale
 	return nil
 }
 
