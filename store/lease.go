@@ -27,9 +27,7 @@ func (s *Store) SetLease(id, branch, holder string, commit object.ID) error {
 // SetLease records or moves lease id to commit within the transaction: a
 // Workspace's commit moves its lease in the transaction that lands it.
 func (t *RefTx) SetLease(id, branch, holder string, commit object.ID) error {
-	_, err := t.tx.ExecContext(t.ctx, `INSERT INTO leases(id, commit_id, branch, holder, created, updated) VALUES(?, ?, ?, ?, ?, ?)
-		ON CONFLICT(id) DO UPDATE SET commit_id = excluded.commit_id, branch = excluded.branch, holder = excluded.holder, updated = excluded.updated`,
-		id, commit[:], branch, holder, t.now, t.now)
+	_, err := stmt(t.ctx, t.tx, t.s.wstmts.setLease).ExecContext(t.ctx, id, commit[:], branch, holder, t.now, t.now)
 	if err != nil {
 		return fmt.Errorf("lease %s: %w", id, err)
 	}
@@ -39,7 +37,7 @@ func (t *RefTx) SetLease(id, branch, holder string, commit object.ID) error {
 // DropLease releases lease id; a missing lease is not an error.
 func (s *Store) DropLease(id string) error {
 	return s.Update(func(tx *RefTx) error {
-		_, err := tx.tx.ExecContext(tx.ctx, `DELETE FROM leases WHERE id = ?`, id)
+		_, err := stmt(tx.ctx, tx.tx, tx.s.wstmts.dropLease).ExecContext(tx.ctx, id)
 		return err
 	})
 }

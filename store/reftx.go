@@ -165,13 +165,12 @@ func (t *RefTx) SetHead(branch string, old, head object.ID) error {
 
 func (t *RefTx) appendLayer(commit, base object.ID) error {
 	var seq int64
-	if err := t.tx.QueryRowContext(t.ctx, `SELECT coalesce(max(seq), 0) + 1 FROM manifest`).Scan(&seq); err != nil {
+	if err := stmt(t.ctx, t.tx, t.s.wstmts.nextLayer).QueryRowContext(t.ctx).Scan(&seq); err != nil {
 		return err
 	}
 	l := &Layer{Seq: seq, Commit: commit, Base: base}
 	id := t.Put(object.KindLayer, l.Encode())
-	_, err := t.tx.ExecContext(t.ctx, `INSERT INTO manifest(seq, layer, commit_id, created) VALUES(?, ?, ?, ?)`,
-		seq, id[:], commit[:], t.now)
+	_, err := stmt(t.ctx, t.tx, t.s.wstmts.insertLayer).ExecContext(t.ctx, seq, id[:], commit[:], t.now)
 	if err != nil {
 		return fmt.Errorf("append layer %s: %w", l.Name(), err)
 	}

@@ -12,6 +12,9 @@ import (
 // a commit runs about ten. A transaction uses them through stmt.
 type writeStmts struct {
 	insertPack, insertObject, sealPack, head, setHead, insertBlame *sql.Stmt
+	// A Workspace's create, commit and end each move a lease; a commit on
+	// main appends a layer.
+	setLease, dropLease, nextLayer, insertLayer *sql.Stmt
 	// get and blame read for a writer (see WriterReads).
 	get, blame *sql.Stmt
 }
@@ -27,13 +30,19 @@ func (s *Store) prepareWriteStmts() error {
 		{&s.wstmts.head, `SELECT head FROM branches WHERE name = ?`},
 		{&s.wstmts.setHead, `UPDATE branches SET head = ?, updated = ? WHERE name = ? AND head = ?`},
 		{&s.wstmts.insertBlame, `INSERT INTO blame(path, content, commit_id, data) VALUES(?, ?, ?, ?)`},
+		{&s.wstmts.setLease, `INSERT INTO leases(id, commit_id, branch, holder, created, updated) VALUES(?, ?, ?, ?, ?, ?)
+			ON CONFLICT(id) DO UPDATE SET commit_id = excluded.commit_id, branch = excluded.branch, holder = excluded.holder, updated = excluded.updated`},
+		{&s.wstmts.dropLease, `DELETE FROM leases WHERE id = ?`},
+		{&s.wstmts.nextLayer, `SELECT coalesce(max(seq), 0) + 1 FROM manifest`},
+		{&s.wstmts.insertLayer, `INSERT INTO manifest(seq, layer, commit_id, created) VALUES(?, ?, ?, ?)`},
 		{&s.wstmts.get, getQuery},
 		{&s.wstmts.blame, blameQuery},
 	})
 }
 
 func (w *writeStmts) close() {
-	closeAll(w.insertPack, w.insertObject, w.sealPack, w.head, w.setHead, w.insertBlame, w.get, w.blame)
+	closeAll(w.insertPack, w.insertObject, w.sealPack, w.head, w.setHead, w.insertBlame, w.get, w.blame,
+		w.setLease, w.dropLease, w.nextLayer, w.insertLayer)
 }
 
 // stmt binds a prepared statement to tx. The writer has one connection, so
