@@ -439,7 +439,8 @@ func (d *Daemon) Discard(id string) (api.Workspace, error) {
 	return w.describe(), nil
 }
 
-// End unmounts a Workspace, removes its upperdir and releases its Lease;
+// End unmounts a Workspace, removes its upperdir and releases its Lease
+// (store.DropLeaseSoon);
 // processes still running in it are killed. A Workspace with uncommitted
 // changes is refused unless discard is set.
 func (d *Daemon) End(id string, discard bool) error {
@@ -471,7 +472,9 @@ func (d *Daemon) End(id string, discard bool) error {
 	// upperdir the last commit left (32 MiB of them: 5–45 ms).
 	os.Rename(filepath.Join(w.dir(), "state.json"), filepath.Join(w.dir(), endedMarker))
 	removeInBackground(w.dir(), w.hostPath())
-	err = errors.Join(err, d.s.DropLease(id))
+	// With the next write: a crash before it leaves the Lease to the next
+	// start, which releases Leases it has no Workspace for.
+	d.s.DropLeaseSoon(id)
 	d.metrics.ended.Add(1)
 	return err
 }

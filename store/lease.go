@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/layerfs/layerfs/object"
@@ -42,8 +43,100 @@ func (s *Store) DropLease(id string) error {
 	})
 }
 
+// leaseDropDelay bounds how long a lease DropLeaseSoon released may
+// still be recorded when no other write comes first.
+const leaseDropDelay = 20 * time.Millisecond
+
+// leaseDrops are the leases DropLeaseSoon released and no transaction has
+// deleted yet.
+type leaseDrops struct {
+	mu    sync.Mutex
+	ids   []string
+	timer *time.Timer // flushes them, armed while ids is not empty
+}
+
+// DropLeaseSoon releases lease id with the Store's next write, in this
+// process, or within leaseDropDelay: a Workspace's end need not wait for
+// a transaction of its own (a third of an end's time), and the next
+// create's lease usually carries it. Until then the lease still pins its
+// Commit, which never loses anything; Leases and Close write it first. A
+// crash before that leaves the lease to its holder's next start (the
+// Workspace daemon releases leases it has no Workspace for).
+func (s *Store) DropLeaseSoon(id string) {
+	d := &s.drops
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ids = append(d.ids, id)
+	s.armLeaseFlush()
+}
+
+// armLeaseFlush makes sure the pending drops are written within
+// leaseDropDelay. s.drops.mu is held.
+func (s *Store) armLeaseFlush() {
+	d := &s.drops
+	if d.timer != nil {
+		return
+	}
+	d.timer = time.AfterFunc(leaseDropDelay, func() {
+		d.mu.Lock()
+		d.timer = nil
+		d.mu.Unlock()
+		s.flushLeaseDrops()
+	})
+}
+
+// take returns the pending drops for a transaction to write.
+func (d *leaseDrops) take() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ids := d.ids
+	d.ids = nil
+	if d.timer != nil {
+		d.timer.Stop()
+		d.timer = nil
+	}
+	return ids
+}
+
+// putBackLeaseDrops returns drops whose transaction did not commit, to be
+// written later.
+func (s *Store) putBackLeaseDrops(ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	d := &s.drops
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.ids = append(ids, d.ids...)
+	s.armLeaseFlush()
+}
+
+// flushLeaseDrops writes the pending drops, if any.
+func (s *Store) flushLeaseDrops() error {
+	s.drops.mu.Lock()
+	pending := len(s.drops.ids) > 0
+	s.drops.mu.Unlock()
+	if !pending {
+		return nil
+	}
+	return s.Update(func(*RefTx) error { return nil }) // Update writes them
+}
+
+// writeLeaseDrops deletes ids within the transaction.
+func (t *RefTx) writeLeaseDrops(ids []string) error {
+	for _, id := range ids {
+		if _, err := stmt(t.ctx, t.tx, t.s.wstmts.dropLease).ExecContext(t.ctx, id); err != nil {
+			return fmt.Errorf("release lease %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
 // Leases lists every lease.
 func (s *Store) Leases() ([]Lease, error) {
+	if err := s.flushLeaseDrops(); err != nil {
+		return nil, err
+	}
 	rows, err := s.r.Query(`SELECT id, commit_id, branch, holder, created, updated FROM leases ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)

@@ -90,6 +90,7 @@ type Store struct {
 	initTree    atomic.Value // object.ID of init's tree, once known
 	// failAudit makes AppendBlame fail: a failure point for tests.
 	failAudit atomic.Bool
+	drops     leaseDrops // released, not yet written (DropLeaseSoon)
 }
 
 // Open opens the Store at path, creating it when opts.Create is set.
@@ -291,9 +292,13 @@ func (s *Store) Meta(key string) string { return s.meta[key] }
 
 // Close closes the Store. Pending batches must be flushed first.
 func (s *Store) Close() error {
+	var errs []error
+	if ids := s.drops.take(); len(ids) > 0 {
+		errs = append(errs, s.Update(func(tx *RefTx) error { return tx.writeLeaseDrops(ids) }))
+	}
 	c := s.ckpt
 	s.ckpt = nil
-	errs := []error{c.stop()}
+	errs = append(errs, c.stop())
 	s.stmts.close()
 	s.wstmts.close()
 	s.raw.close()

@@ -3,8 +3,10 @@ package store
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/layerfs/layerfs/object"
 )
@@ -146,5 +148,82 @@ func TestLeasesPinCommits(t *testing.T) {
 	}
 	if ls, _ := s.Leases(); len(ls) != 0 {
 		t.Errorf("after drop: %+v", ls)
+	}
+}
+
+// TestDropLeaseSoon: a lease DropLeaseSoon released stays recorded (as
+// another process sees the Store) until the next write commits, a
+// leaseDropDelay passes, Leases is asked, or the Store closes; a write
+// that rolls back keeps it for a later one.
+func TestDropLeaseSoon(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.layerfs")
+	s, err := Open(path, Options{Create: true, Durability: Fast})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	c := testCommit(t, s, "one")
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
+		if err := s.SetLease(id, "main", "h", c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := func() string {
+		t.Helper()
+		// other has no drops of its own to write first.
+		ls, err := other.Leases()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := ""
+		for _, l := range ls {
+			ids += l.ID
+		}
+		return ids
+	}
+
+	// Carried by the next write that commits, not by one that rolls back.
+	s.DropLeaseSoon("a")
+	if got := seen(); got != "abcde" {
+		t.Fatalf("right after DropLeaseSoon another process sees %q", got)
+	}
+	if err := s.Update(func(*RefTx) error { return errors.New("no") }); err == nil {
+		t.Fatal("the failing update succeeded")
+	}
+	if got := seen(); got != "abcde" {
+		t.Fatalf("after a rolled-back write: %q", got)
+	}
+	if err := s.SetLease("f", "main", "h", c); err != nil {
+		t.Fatal(err)
+	}
+	if got := seen(); got != "bcdef" {
+		t.Fatalf("after the next write: %q", got)
+	}
+
+	// Written within leaseDropDelay with no other write.
+	s.DropLeaseSoon("b")
+	deadline := time.Now().Add(2 * time.Second)
+	for seen() != "cdef" {
+		if time.Now().After(deadline) {
+			t.Fatalf("b still recorded %v after DropLeaseSoon: %q", 2*time.Second, seen())
+		}
+		time.Sleep(leaseDropDelay / 4)
+	}
+
+	// Written before this process lists leases, and at Close.
+	s.DropLeaseSoon("c")
+	if ls, err := s.Leases(); err != nil || len(ls) != 3 {
+		t.Fatalf("Leases after DropLeaseSoon(c): %+v, %v", ls, err)
+	}
+	s.DropLeaseSoon("d")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := seen(); got != "ef" {
+		t.Fatalf("after Close: %q", got)
 	}
 }

@@ -39,6 +39,18 @@ func (s *Store) Update(fn func(tx *RefTx) error) error {
 	}
 	defer tx.Rollback()
 	rt := &RefTx{s: s, ctx: ctx, tx: tx, now: time.Now().UnixNano()}
+	// Leases released lately (DropLeaseSoon) go with this transaction; if
+	// it does not commit, with a later one.
+	drops := s.drops.take()
+	committed := false
+	defer func() {
+		if !committed {
+			s.putBackLeaseDrops(drops)
+		}
+	}()
+	if err := rt.writeLeaseDrops(drops); err != nil {
+		return err
+	}
 	if err := fn(rt); err != nil {
 		return err
 	}
@@ -48,6 +60,7 @@ func (s *Store) Update(fn func(tx *RefTx) error) error {
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	committed = true
 	rt.countStages()
 	s.rememberExtents(rt.objs)
 	s.wrote(rt.storedBytes(), false)
