@@ -2,6 +2,7 @@ package extents
 
 import (
 	"fmt"
+	"io"
 	"math"
 )
 
@@ -9,6 +10,12 @@ import (
 // extends the file with zero bytes. Writing no bytes changes nothing, even
 // past the end. It stores only the chunks and nodes the write changes.
 func Overwrite(s Store, f File, off int64, data []byte) (File, error) {
+	return overwriteFrom(s, f, off, data, nil)
+}
+
+// overwriteFrom is Overwrite reading f's bytes from bytes, when it is not
+// nil, rather than through s (see editFrom).
+func overwriteFrom(s Store, f File, off int64, data []byte, bytes io.ReaderAt) (File, error) {
 	if off < 0 || off > math.MaxInt64-int64(len(data)) {
 		return File{}, fmt.Errorf("overwrite %d bytes at %d: %w", len(data), off, ErrInvalid)
 	}
@@ -19,7 +26,7 @@ func Overwrite(s Store, f File, off int64, data []byte) (File, error) {
 	if off <= f.Size {
 		sp = splice{off: off, del: min(int64(len(data)), f.Size-off), data: data}
 	}
-	g, err := edit(s, f, sp)
+	g, err := editFrom(s, f, sp, bytes)
 	if err != nil {
 		return File{}, fmt.Errorf("overwrite %d bytes at %d: %w", len(data), off, err)
 	}
@@ -72,15 +79,21 @@ func Splice(s Store, f File, off, del int64, data []byte) (File, error) {
 // edit applies sp to f: one chunk for a small result, otherwise the changed
 // chunks and the nodes above them.
 func edit(s Store, f File, sp splice) (File, error) {
+	return editFrom(s, f, sp, nil)
+}
+
+// editFrom is edit reading f's bytes from bytes, when it is not nil, rather
+// than through s (which still serves f's tree).
+func editFrom(s Store, f File, sp splice, bytes io.ReaderAt) (File, error) {
 	if f.Size < 0 {
 		return File{}, fmt.Errorf("file size %d: %w", f.Size, ErrInvalid)
 	}
 	r := NewReader(s, f)
 	size := f.Size + sp.delta()
 	if size < SmallFileMax {
-		return editSmall(s, r, sp, size)
+		return editSmall(s, content{old: r, bytes: bytes, sp: sp}, size)
 	}
-	cs, err := rechunk(s, r, sp)
+	cs, err := rechunk(s, r, content{old: r, bytes: bytes, sp: sp})
 	if err != nil {
 		return File{}, err
 	}
@@ -92,13 +105,12 @@ func edit(s Store, f File, sp splice) (File, error) {
 }
 
 // editSmall stores the new content, under SmallFileMax bytes, as one chunk.
-func editSmall(s Store, r *Reader, sp splice, size int64) (File, error) {
+func editSmall(s Store, src content, size int64) (File, error) {
 	data := make([]byte, size)
-	src := content{old: r, sp: sp}
 	if err := src.readAt(data, 0); err != nil {
 		return File{}, err
 	}
-	old := &oldChunks{cur: newCursor(r, 0)}
+	old := &oldChunks{cur: newCursor(src.old, 0)}
 	if err := old.pullRange(0, size); err != nil {
 		return File{}, err
 	}

@@ -22,12 +22,13 @@ type entrySplice struct {
 // cut made there is a real one, the chunker restarts exactly as it did in
 // the old file and every later chunk stays too. Otherwise it pulls the next
 // old chunk and goes on from the last real cut.
-func rechunk(s Store, r *Reader, sp splice) (entrySplice, error) {
+func rechunk(s Store, r *Reader, src content) (entrySplice, error) {
+	sp := src.sp
 	old := &oldChunks{cur: newCursor(r, 0)}
 	if err := old.pullRange(min(sp.off, r.f.Size-1), sp.off+sp.del); err != nil {
 		return entrySplice{}, err
 	}
-	rc := rechunker{s: s, src: content{old: r, sp: sp}, old: old}
+	rc := rechunker{s: s, src: src, old: old}
 	pos := old.start
 	for {
 		limit := old.end + sp.delta()

@@ -23,10 +23,12 @@ func (sp splice) insLen() int64 { return sp.zeros + int64(len(sp.data)) }
 // delta is how much the edit grows the file.
 func (sp splice) delta() int64 { return sp.insLen() - sp.del }
 
-// content reads the bytes a splice makes of an old file.
+// content reads the bytes a splice makes of an old file: old's bytes from
+// bytes, when it is set, and through the Store otherwise.
 type content struct {
-	old *Reader
-	sp  splice
+	old   *Reader
+	bytes io.ReaderAt
+	sp    splice
 }
 
 // readAt fills p with the new content at pos; p must not reach past its end.
@@ -57,7 +59,13 @@ func (c *content) readSegment(p []byte, pos int64) (int, error) {
 }
 
 func (c *content) readOld(p []byte, off int64) (int, error) {
-	n, err := c.old.ReadAt(p, off)
+	var n int
+	var err error
+	if c.bytes != nil {
+		n, err = c.bytes.ReadAt(p, off)
+	} else {
+		n, err = c.old.ReadAt(p, off)
+	}
 	if n < len(p) {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF

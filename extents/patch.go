@@ -165,7 +165,7 @@ func Patch(s Store, f File, src io.ReaderAt, size int64, ranges []Range) (File, 
 			return File{}, fmt.Errorf("patch: %w", err)
 		}
 	}
-	for _, r := range ranges {
+	for i, r := range ranges {
 		if r.Off < 0 || r.Len < 0 || r.End() > size {
 			return File{}, fmt.Errorf("patch: range %d+%d of %d bytes: %w", r.Off, r.Len, size, ErrInvalid)
 		}
@@ -176,7 +176,12 @@ func Patch(s Store, f File, src io.ReaderAt, size int64, ranges []Range) (File, 
 			if _, err := src.ReadAt(buf, off); err != nil {
 				return File{}, fmt.Errorf("patch: read at %d: %w", off, err)
 			}
-			if g, err = Overwrite(sc, g, off, buf); err != nil {
+			// The old bytes around the piece, which its chunks take in,
+			// are src's wherever no range still to apply lies: there src
+			// holds what g does, and reads from it cost no query.
+			rest := append([]Range{{Off: off + int64(len(buf)), Len: r.End() - off - int64(len(buf))}}, ranges[i+1:]...)
+			old := &patchOld{src: src, g: NewReader(sc, g), pending: rest}
+			if g, err = overwriteFrom(sc, g, off, buf, old); err != nil {
 				return File{}, fmt.Errorf("patch: %w", err)
 			}
 		}
@@ -188,4 +193,39 @@ func Patch(s Store, f File, src io.ReaderAt, size int64, ranges []Range) (File, 
 		return File{}, fmt.Errorf("patch: %w", err)
 	}
 	return g, nil
+}
+
+// patchOld reads the file a Patch has made so far, g: from src, the new
+// version, except within the ranges still to apply (pending), where src
+// already holds what g does not yet, and which it reads through the
+// Store.
+type patchOld struct {
+	src     io.ReaderAt
+	g       *Reader
+	pending []Range
+}
+
+func (p *patchOld) ReadAt(b []byte, off int64) (int, error) {
+	done := 0
+	for done < len(b) {
+		pos := off + int64(done)
+		// From src up to the next pending range; within one, from g up
+		// to its end (g is always right; src is quicker).
+		from, end := io.ReaderAt(p.src), off+int64(len(b))
+		for _, r := range p.pending {
+			switch {
+			case r.Len == 0 || r.End() <= pos:
+			case r.Off <= pos:
+				from, end = p.g, min(end, r.End())
+			default:
+				end = min(end, r.Off)
+			}
+		}
+		n, err := from.ReadAt(b[done:end-off], pos)
+		done += n
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
 }

@@ -186,3 +186,59 @@ func TestSplicePrepend(t *testing.T) {
 		t.Errorf("prepending 10 bytes stored %d bytes", n)
 	}
 }
+
+// getLog counts the chunks read through the Store under it.
+type getLog struct {
+	Store
+	chunks int
+}
+
+func (g *getLog) Get(id object.ID, k object.Kind) ([]byte, error) {
+	if k == object.KindChunk {
+		g.chunks++
+	}
+	return g.Store.Get(id, k)
+}
+
+// TestPatchSupersetRanges patches with ranges wider than the change, as
+// capture finds them in block maps (whole pages, neighbours merged), some
+// so close that the chunks cut for one take in the next: the result is
+// still the File Write makes, and the bytes around a change come from
+// the new version, not from the Store, where no range still to apply
+// lies.
+func TestPatchSupersetRanges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	const page = 4 << 10
+	for i := range 12 {
+		old := mixedBytes(rng, 256<<10+rng.IntN(768<<10))
+		s := NewTestStore(t)
+		f := MustWrite(t, s, old)
+		edited := bytes.Clone(old)
+		var ranges []Range
+		for off := rng.IntN(64 << 10); off < len(edited); off += page * (1 + rng.IntN(20)) {
+			n := 1 + rng.IntN(64)
+			copy(edited[off:], randBytes(rng.Uint64(), n))
+			lo, hi := int64(off/page*page), int64(min(len(edited), (off+n+page-1)/page*page))
+			if k := len(ranges); k > 0 && ranges[k-1].End() >= lo {
+				ranges[k-1].Len = max(ranges[k-1].End(), hi) - ranges[k-1].Off
+			} else {
+				ranges = append(ranges, Range{Off: lo, Len: hi - lo})
+			}
+			if i%2 == 0 {
+				break // one change: nothing to read through the Store
+			}
+		}
+		log := &getLog{Store: s}
+		g, err := Patch(log, f, bytes.NewReader(edited), int64(len(edited)), ranges)
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if want := MustWrite(t, NewTestStore(t), edited); g != want {
+			t.Fatalf("case %d (%d ranges): Patch made %v, Write makes %v", i, len(ranges), g, want)
+		}
+		checkContent(t, s, g, edited, rng)
+		if len(ranges) == 1 && log.chunks > 0 {
+			t.Fatalf("case %d: one change read %d chunks through the Store", i, log.chunks)
+		}
+	}
+}
