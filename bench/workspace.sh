@@ -57,6 +57,8 @@ v=$(metric WorkspaceBigFileEdit lifecycle-ms); row "edit 10 B of 32 MiB, lifecyc
 row "  its command in plain overlayfs over ext4 (ms)" "$(metric WorkspaceBigFileEdit plain-overlay-exec-ms)" "" "floor: the copy-up"
 row "  a Workspace's command / plain overlayfs" "$(metric WorkspaceBigFileEdit exec/plain-overlay)" "" "reported"
 row "  the command after a 300 ms pause (ms)" "$(metric WorkspaceBigFileEdit exec-after-pause-ms)" "" "reported"
+row "  CPU per lifecycle: daemon and client (ms)" "$(metric WorkspaceBigFileEdit cpu-ms/lifecycle)" "" "reported"
+row "  CPU per lifecycle: the command (ms)" "$(metric WorkspaceBigFileEdit cmd-cpu-ms/lifecycle)" "" "reported"
 v=$(metric WorkspaceBigFileEdit MiB-stored/16commits); row "16 such commits, stored (MiB)" "$v" "$(check "$v" "<=" 0.25)" "<= 0.25"
 v=$(metric WorkspaceBigFileColdCreate lifecycle-ms); row "cold create of 32 MiB, lifecycle (ms)" "$v" "$(check "$v" "<" 160)" "< 160"
 v=$(metric WorkspaceBigFileRead read-ms); row "sequential read of 32 MiB, cold (ms)" "$v" "$(check "$v" "<" 110)" "< 110"
