@@ -73,8 +73,9 @@ func (sl *Slot) Bind(commit object.ID) error {
 	return nil
 }
 
-// Release forgets the Slot's name: it can be looked up no more. A mount
-// that holds it keeps what it shows.
+// Release forgets the Slot's name: a new lookup of it fails (the kernel
+// may still know it, for as long as it keeps entries). A mount that holds
+// it keeps what it shows.
 func (sl *Slot) Release() {
 	sl.fsys.mu.Lock()
 	defer sl.fsys.mu.Unlock()
@@ -139,7 +140,7 @@ func (d *slotsDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 	sd.fillAttr(&out.Attr, ino)
 	sd.mu.RUnlock()
 	out.SetEntryTimeout(d.fsys.opts.entryTimeout())
-	out.SetAttrTimeout(0) // the attributes change at Bind
+	out.SetAttrTimeout(time.Nanosecond) // the attributes change at Bind (0 would mean the mount's default)
 	if ch := d.GetChild(name); ch != nil && ch.StableAttr().Ino == ino {
 		return ch, 0
 	}
@@ -177,7 +178,7 @@ func (d *slotDir) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOu
 	if d.bound {
 		out.SetTimeout(d.fsys.opts.entryTimeout())
 	} else {
-		out.SetTimeout(0)
+		out.SetTimeout(time.Nanosecond) // not 0: go-fuse reads that as the mount's default
 	}
 	return 0
 }

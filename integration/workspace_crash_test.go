@@ -220,24 +220,30 @@ func TestRestartAfterInterruptedRebase(t *testing.T) {
 // TestCommitOverStrayNextGeneration: a commit mounts the overlay it
 // follows the new head to in the next generation's directories, beside
 // its capture. A crash can leave such directories behind, one a used work
-// directory that overlayfs refuses; the next commit starts them afresh,
-// and nothing left in them shows in the Workspace.
+// directory that overlayfs refuses; the next commit, or discard, starts
+// them afresh, and nothing left in them shows in the Workspace.
 func TestCommitOverStrayNextGeneration(t *testing.T) {
 	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{Volume: sessions.VolumeOff})
 	w := d.create(t, "main")
-	data, err := os.ReadFile(filepath.Join(d.stateDir, "ws", w.ID, "state.json"))
-	if err != nil {
-		t.Fatal(err)
+	// stray leaves what a crash during a commit would in the next
+	// generation's directories.
+	stray := func(t *testing.T) {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(d.stateDir, "ws", w.ID, "state.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec struct{ Gen int }
+		decodeJSON(t, string(data), &rec)
+		next := strconv.Itoa(rec.Gen + 1)
+		writeTree(t, filepath.Join(d.stateDir, "ws", w.ID), map[string]string{
+			"upper-" + next + "/junk.txt": "left by a crash\n",
+		})
+		if err := os.MkdirAll(filepath.Join(d.stateDir, "ws", w.ID, "work-"+next, "work", "incompat", "volatile"), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
-	var rec struct{ Gen int }
-	decodeJSON(t, string(data), &rec)
-	next := strconv.Itoa(rec.Gen + 1)
-	writeTree(t, filepath.Join(d.stateDir, "ws", w.ID), map[string]string{
-		"upper-" + next + "/junk.txt": "left by a crash\n",
-	})
-	if err := os.MkdirAll(filepath.Join(d.stateDir, "ws", w.ID, "work-"+next, "work", "incompat", "volatile"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	stray(t)
 	d.sh(t, w.ID, "echo b > b.txt")
 	d.commit(t, w.ID, api.StatusCommitted)
 	if got := d.sh(t, w.ID, "ls"); got != "a.txt\nb.txt\n" {
@@ -247,6 +253,17 @@ func TestCommitOverStrayNextGeneration(t *testing.T) {
 	d.commit(t, w.ID, api.StatusCommitted)
 	if got := d.sh(t, w.ID, "cat a.txt b.txt c.txt"); got != "a\nb\nc\n" {
 		t.Fatalf("after a second commit the Workspace reads %q", got)
+	}
+
+	// A discard, which also moves to the next generation, starts it
+	// afresh too.
+	stray(t)
+	d.sh(t, w.ID, "echo dropped > d.txt")
+	if _, err := d.Discard(w.ID); err != nil {
+		t.Fatalf("discard over a stray next generation: %v", err)
+	}
+	if got := d.sh(t, w.ID, "ls"); got != "a.txt\nb.txt\nc.txt\n" {
+		t.Fatalf("after the discard the Workspace lists %q", got)
 	}
 }
 

@@ -99,6 +99,9 @@ func sharedRanges(a, b []fiemapExtent, size, oldSize, limit int64, dirty []int64
 			found += comparePage
 		}
 	}
+	if found > limit {
+		return nil, extents.ErrTooDifferent
+	}
 	i, j := 0, 0
 	for off := uint64(0); off < common; {
 		for i < len(a) && a[i].Logical+a[i].Length <= off {
@@ -173,7 +176,11 @@ func compareExtents(f *os.File, size int64, path string, oldSize, limit int64, s
 	// after it moves the block (xfs_end_ioend). Other filesystems sync.
 	var dirty []int64
 	if sync && onXFS(f) {
-		if d, err := dirtyPages(f, size); err == nil {
+		d, err := dirtyPages(f, min(size, oldSize), limit) // past the old end, every byte counts as changed anyway
+		if errors.Is(err, extents.ErrTooDifferent) {
+			return nil, err
+		}
+		if err == nil {
 			dirty, sync = d, false
 		}
 	}
@@ -196,9 +203,10 @@ func onXFS(f *os.File) bool {
 
 // dirtyPages returns the offsets of the comparePages of f's first size
 // bytes that the page cache holds dirty or under writeback, by halving
-// the range wherever cachestat(2) (Linux 6.5) counts any. It fails where
+// the range wherever cachestat(2) (Linux 6.5) counts some but not all. It
+// fails with extents.ErrTooDifferent past limit bytes, and where
 // cachestat does.
-func dirtyPages(f *os.File, size int64) ([]int64, error) {
+func dirtyPages(f *os.File, size, limit int64) ([]int64, error) {
 	page := max(int64(os.Getpagesize()), comparePage)
 	var out []int64
 	var find func(off, n int64) error
@@ -207,12 +215,16 @@ func dirtyPages(f *os.File, size int64) ([]int64, error) {
 		if err := unix.Cachestat(uint(f.Fd()), &unix.CachestatRange{Off: uint64(off), Len: uint64(n)}, &cs, 0); err != nil {
 			return fmt.Errorf("cachestat %s: %w", f.Name(), err)
 		}
-		switch {
-		case cs.Dirty+cs.Writeback == 0:
+		switch dirty := int64(cs.Dirty + cs.Writeback); {
+		case dirty == 0:
 			return nil
-		case n <= page:
+		case n <= page || dirty*int64(os.Getpagesize()) >= n:
+			// One page, or every page of the range.
 			for p := off; p < off+n; p += comparePage {
 				out = append(out, p)
+			}
+			if int64(len(out))*comparePage > limit {
+				return extents.ErrTooDifferent
 			}
 			return nil
 		}

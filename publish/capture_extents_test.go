@@ -80,7 +80,7 @@ func TestDirtyPages(t *testing.T) {
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := dirtyPages(f, 1<<20)
+	got, err := dirtyPages(f, 1<<20, 1<<20)
 	if errors.Is(err, unix.ENOSYS) {
 		t.Skip("no cachestat(2) here")
 	}
@@ -93,7 +93,7 @@ func TestDirtyPages(t *testing.T) {
 	if _, err := f.WriteAt([]byte("straddles"), 3*4096-4); err != nil {
 		t.Fatal(err)
 	}
-	got, err = dirtyPages(f, 1<<20)
+	got, err = dirtyPages(f, 1<<20, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,10 +102,13 @@ func TestDirtyPages(t *testing.T) {
 			t.Errorf("the page at %d, written, is not found dirty (found %d pages)", want, len(got))
 		}
 	}
+	if _, err := dirtyPages(f, 1<<20, 4096); !errors.Is(err, extents.ErrTooDifferent) {
+		t.Errorf("more dirty than the limit: %v, want ErrTooDifferent", err)
+	}
 	if err := f.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := dirtyPages(f, 1<<20); err != nil || len(got) != 0 {
+	if got, err := dirtyPages(f, 1<<20, 1<<20); err != nil || len(got) != 0 {
 		t.Fatalf("written back again: %d pages, %v", len(got), err)
 	}
 }

@@ -327,8 +327,13 @@ func (d *Daemon) Close() error {
 func (d *Daemon) teardown() error {
 	var errs []error
 	d.retiring.Wait()
-	for len(d.asides) > 0 {
-		os.Remove(<-d.asides)
+	for drained := false; !drained; {
+		select {
+		case aside := <-d.asides:
+			os.Remove(aside)
+		default:
+			drained = true
+		}
 	}
 	d.warming.Wait()
 	if d.data != nil {

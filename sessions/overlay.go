@@ -106,8 +106,12 @@ func (d *Daemon) retire(mnt string) error {
 		err = unix.MoveMount(unix.AT_FDCWD, mnt, unix.AT_FDCWD, aside, 0)
 	}
 	if err != nil {
-		if aside != "" {
-			d.reuseAside(aside)
+		switch {
+		case aside == "":
+		case errors.Is(err, unix.EINVAL):
+			d.reuseAside(aside) // nothing was mounted at mnt
+		default:
+			os.Remove(aside) // it may be why: not reused
 		}
 		return unmount(mnt) // not a mount (EINVAL), or no way aside: the slow way
 	}

@@ -145,6 +145,12 @@ func (w *workspace) resume() error {
 	if err := w.adoptMovedUpper(); err != nil {
 		return err
 	}
+	// The next generation's directories can only be what a crash left of
+	// a commit's next view (prepareNext): a used work directory there
+	// would make overlayfs refuse the next mount.
+	nextUpper, nextWork := w.genDirs(w.rec.Gen + 1)
+	os.RemoveAll(nextWork)
+	os.RemoveAll(nextUpper)
 	if err := w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, w.rec.lease()); err != nil {
 		return err
 	}
@@ -351,9 +357,11 @@ func (w *workspace) remount(oldUpper, oldWork string) error {
 	return nil
 }
 
-// makeDirs makes the current generation's upper and work directories.
+// makeDirs makes the current generation's upper and work directories,
+// empty: any there are a crash's leftovers.
 func (w *workspace) makeDirs() error {
 	for _, p := range []string{w.upper(), w.work()} {
+		os.RemoveAll(p)
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return err
 		}
@@ -401,7 +409,9 @@ func (w *workspace) mountView(next *nextView) (int, int64, error) {
 	var shown int64
 	var err error
 	if next != nil {
-		mfd, shown = next.mfd, next.shown
+		// No lookup reached the view before its Slot was bound: its tick
+		// is the Bind's.
+		mfd, shown = next.mfd, w.d.tick()
 		next.mfd = -1 // the caller's now
 		err = next.slot.Bind(w.rec.lease())
 		if err != nil {
@@ -474,7 +484,7 @@ func (d *Daemon) End(id string, discard bool) error {
 	removeInBackground(w.dir(), w.hostPath())
 	// With the next write: a crash before it leaves the Lease to the next
 	// start, which releases Leases it has no Workspace for.
-	d.s.DropLeaseSoon(id)
+	err = errors.Join(err, d.s.DropLeaseSoon(id))
 	d.metrics.ended.Add(1)
 	return err
 }

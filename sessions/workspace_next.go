@@ -21,8 +21,7 @@ type nextView struct {
 	gen   int
 	ready chan struct{} // closed when the fields below are set
 	slot  *fusefs.Slot
-	mfd   int   // the detached overlay
-	shown int64 // the data layer's tick it was mounted at
+	mfd   int // the detached overlay
 	err   error
 }
 
@@ -50,7 +49,6 @@ func (w *workspace) prepareNext() *nextView {
 		// The overlay holds the Slot's directory from here on: its name
 		// is no longer needed.
 		defer nv.slot.Release()
-		nv.shown = w.d.tick()
 		nv.mfd, nv.err = overlayDetached(nv.slot.Path(), w.d.dataDir(), upper, work)
 	}()
 	return nv

@@ -102,6 +102,9 @@ func (s *spares) take(branch string, head object.ID, path string) *spare {
 		return nil
 	}
 	sp.w.rec.Branch, sp.w.rec.Lease = branch, head.String()
+	// No lookup reached the view before its Slot was bound: its tick is
+	// the Bind's, not the spare's making (which would hold back evict).
+	sp.w.shown.Store(s.d.tick())
 	return sp
 }
 
@@ -172,7 +175,6 @@ func (s *spares) make() (*spare, error) {
 		sp.slot, err = s.d.fuse.NewSlot()
 	}
 	if err == nil {
-		w.shown.Store(s.d.tick())
 		sp.mfd, err = overlayDetached(sp.slot.Path(), s.d.dataDir(), w.upper(), w.work())
 		sp.slot.Release() // the overlay holds it
 	}

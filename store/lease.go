@@ -50,9 +50,12 @@ const leaseDropDelay = 20 * time.Millisecond
 // leaseDrops are the leases DropLeaseSoon released and no transaction has
 // deleted yet.
 type leaseDrops struct {
-	mu    sync.Mutex
-	ids   []string
-	timer *time.Timer // flushes them, armed while ids is not empty
+	mu     sync.Mutex
+	ids    []string
+	timer  *time.Timer // flushes them, armed while ids is not empty
+	closed bool        // Close wrote them: no more are queued or flushed
+	// flushing counts the timer's flushes under way, which Close waits for.
+	flushing sync.WaitGroup
 }
 
 // DropLeaseSoon releases lease id with the Store's next write, in this
@@ -62,12 +65,19 @@ type leaseDrops struct {
 // Commit, which never loses anything; Leases and Close write it first. A
 // crash before that leaves the lease to its holder's next start (the
 // Workspace daemon releases leases it has no Workspace for).
-func (s *Store) DropLeaseSoon(id string) {
+func (s *Store) DropLeaseSoon(id string) error {
+	if err := s.writable(); err != nil {
+		return fmt.Errorf("release lease %s: %w", id, err)
+	}
 	d := &s.drops
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.closed {
+		return fmt.Errorf("release lease %s: the store is closed", id)
+	}
 	d.ids = append(d.ids, id)
 	s.armLeaseFlush()
+	return nil
 }
 
 // armLeaseFlush makes sure the pending drops are written within
@@ -77,18 +87,30 @@ func (s *Store) armLeaseFlush() {
 	if d.timer != nil {
 		return
 	}
-	d.timer = time.AfterFunc(leaseDropDelay, func() {
+	var t *time.Timer
+	t = time.AfterFunc(leaseDropDelay, func() {
 		d.mu.Lock()
-		d.timer = nil
+		if d.timer == t {
+			d.timer = nil
+		}
+		if d.closed {
+			d.mu.Unlock()
+			return
+		}
+		d.flushing.Add(1)
 		d.mu.Unlock()
+		defer d.flushing.Done()
 		s.flushLeaseDrops()
 	})
+	d.timer = t
 }
 
-// take returns the pending drops for a transaction to write.
-func (d *leaseDrops) take() []string {
+// take returns the pending drops for a transaction to write; with
+// closing, none is queued after it.
+func (d *leaseDrops) take(closing bool) []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.closed = d.closed || closing
 	ids := d.ids
 	d.ids = nil
 	if d.timer != nil {

@@ -293,7 +293,9 @@ func (s *Store) Meta(key string) string { return s.meta[key] }
 // Close closes the Store. Pending batches must be flushed first.
 func (s *Store) Close() error {
 	var errs []error
-	if ids := s.drops.take(); len(ids) > 0 {
+	ids := s.drops.take(true)
+	s.drops.flushing.Wait() // a flush the timer began takes its drops itself
+	if len(ids) > 0 {
 		errs = append(errs, s.Update(func(tx *RefTx) error { return tx.writeLeaseDrops(ids) }))
 	}
 	c := s.ckpt

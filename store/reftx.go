@@ -41,7 +41,7 @@ func (s *Store) Update(fn func(tx *RefTx) error) error {
 	rt := &RefTx{s: s, ctx: ctx, tx: tx, now: time.Now().UnixNano()}
 	// Leases released lately (DropLeaseSoon) go with this transaction; if
 	// it does not commit, with a later one.
-	drops := s.drops.take()
+	drops := s.drops.take(false)
 	committed := false
 	defer func() {
 		if !committed {
