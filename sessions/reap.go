@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"strconv"
 	"sync"
@@ -99,18 +100,24 @@ func killIn(ns map[uint64]bool) int {
 // which are never in a Workspace's namespace, are left out unread: they
 // were 61 of the 66 processes here, and a big machine has hundreds.
 func processesIn(ns map[uint64]bool) []int {
+	pids, _ := scan(ns)
+	return pids
+}
+
+// scan is processesIn, also reporting whether a process it listed was
+// gone before it could look at it.
+func scan(ns map[uint64]bool) (pids []int, vanished bool) {
 	proc, err := os.Open("/proc")
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	defer proc.Close()
 	kernel := kernelThreads()
 	names, err := proc.Readdirnames(-1)
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	self := os.Getpid()
-	var out []int
 	var buf [64]byte
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
@@ -119,13 +126,14 @@ func processesIn(ns map[uint64]bool) []int {
 		}
 		n, err := unix.Readlinkat(int(proc.Fd()), name+"/ns/mnt", buf[:])
 		if err != nil {
+			vanished = vanished || errors.Is(err, unix.ENOENT)
 			continue // gone, or not ours to look at
 		}
 		if ino, ok := nsInode(buf[:n]); ok && ns[ino] {
-			out = append(out, pid)
+			pids = append(pids, pid)
 		}
 	}
-	return out
+	return pids, vanished
 }
 
 // kernelThreads returns the kernel's threads: kthreadd (PID 2) and its
@@ -165,12 +173,16 @@ func nsInode(link []byte) (uint64, bool) {
 // no command ever ran there. The caller must keep new commands from
 // starting there meanwhile (commit holds the Workspace's lock): when none
 // runs, ns is no longer tracked, so ending the Workspace right after need
-// not scan for processes again; the next command tracks it anew. None
-// runs only if two scans in a row find none: a process that forks and
-// exits between one scan's listing of /proc and its look at the process
-// leaves a child the listing missed, which the next listing has. (The
-// kernel numbers a child before /proc lists it, so a scan that saw no new
-// process ID handed out can still have missed one.)
+// not scan for processes again; the next command tracks it anew.
+//
+// One scan that finds none is enough unless a process it listed was gone
+// before it looked at it; then a second scan decides. A scan misses a
+// process only if /proc did not list it yet (the kernel numbers a child
+// before /proc lists it), which means its parent was forking it during
+// the listing: that parent, in the namespace too, was listed and was
+// either still there when looked at (and counted) or gone (and noticed).
+// A parent gone before the listing began had finished forking, and its
+// child was listed.
 func (r *reaper) running(ns uint64) int {
 	r.mu.Lock()
 	tracked := r.ns[ns]
@@ -179,9 +191,11 @@ func (r *reaper) running(ns uint64) int {
 		return 0
 	}
 	in := map[uint64]bool{ns: true}
-	n := len(processesIn(in))
-	if n == 0 {
-		n = len(processesIn(in))
+	pids, vanished := scan(in)
+	n := len(pids)
+	if n == 0 && vanished {
+		pids, _ = scan(in)
+		n = len(pids)
 	}
 	if n == 0 {
 		r.mu.Lock()
