@@ -43,9 +43,13 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 		return api.CommitResult{}, err
 	}
 	start := time.Now()
-	// The overlay the Workspace will follow the new head to is mounted
-	// beside the capture and the publish; follow binds it to the head.
-	next := w.prepareNext()
+	// The overlay the Workspace will follow the new head to was mounted
+	// while a command ran (Exec), or is now, beside the capture and the
+	// publish; follow binds it to the head.
+	next := w.takeNext()
+	if next == nil {
+		next = w.prepareNext()
+	}
 	defer func() {
 		if next != nil {
 			next.discard(w)

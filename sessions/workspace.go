@@ -30,6 +30,9 @@ type workspace struct {
 	mu     sync.RWMutex
 	rec    record
 	holder *holder
+	// next is the overlay the next commit will switch to, mounted while a
+	// command runs (see Exec and nextView), or nil.
+	next *nextView
 	// shown is the data layer's tick (Daemon.tick) at which the current
 	// overlay was mounted, for its eviction.
 	shown atomic.Int64
@@ -195,6 +198,9 @@ func (w *workspace) teardown() {
 // detach unmounts the Workspace and stops its holder, keeping its files
 // and record.
 func (w *workspace) detach() error {
+	if nv := w.takeNext(); nv != nil {
+		nv.unmount() // before the Store's FUSE mount, which it stacks on, goes
+	}
 	if w.holder != nil {
 		w.d.reaper.release(w.holder.ns)
 		w.holder.stop()
@@ -346,6 +352,9 @@ func (w *workspace) follow(commit object.ID, alongside func(), leased bool, next
 // remount puts a fresh overlay of the current lease at the Workspace's
 // paths, and removes the old upper and work directories.
 func (w *workspace) remount(oldUpper, oldWork string) error {
+	if nv := w.takeNext(); nv != nil {
+		nv.discard(w) // made for a commit; this generation is remount's
+	}
 	w.rec.Gen++
 	if err := w.makeDirs(); err != nil {
 		return err
@@ -475,6 +484,9 @@ func (d *Daemon) End(id string, discard bool) error {
 	d.mu.Lock()
 	delete(d.ws, id)
 	d.mu.Unlock()
+	if nv := w.takeNext(); nv != nil {
+		go nv.unmount() // its directories go with the Workspace's
+	}
 	err = w.detach()
 	// Not a Workspace any more, even if removal lags. A rename, not an
 	// unlink: on a filesystem mounted with discard, freeing the file's

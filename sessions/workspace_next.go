@@ -9,8 +9,9 @@ import (
 	"github.com/layerfs/layerfs/fusefs"
 )
 
-// nextView is the overlay a commit mounts for the Workspace to follow the
-// new head, beside its capture and publish rather than after them: the
+// nextView is the overlay a commit switches the Workspace to, to follow
+// the new head, mounted before it is needed: while a command runs (Exec),
+// or beside the commit's capture and publish rather than after them. The
 // Commit it will show does not exist yet, so its lower layer is a Slot of
 // the FUSE mount (fusefs.Slot), bound once the Commit lands. It uses the
 // next generation's directories. The mount takes about a millisecond,
@@ -25,8 +26,8 @@ type nextView struct {
 	err   error
 }
 
-// prepareNext starts mounting the next view. Callers hold w.mu, and must
-// hand the view to follow or discard it before they let go of w.mu.
+// prepareNext starts mounting the next view. Callers hold w.mu, and hand
+// the view to follow, discard it, or keep it in w.next.
 func (w *workspace) prepareNext() *nextView {
 	nv := &nextView{gen: w.rec.Gen + 1, ready: make(chan struct{}), mfd: -1}
 	upper, work := w.genDirs(nv.gen)
@@ -54,6 +55,34 @@ func (w *workspace) prepareNext() *nextView {
 	return nv
 }
 
+// takeNext takes the Workspace's prepared view, if any. Callers hold
+// w.mu.
+func (w *workspace) takeNext() *nextView {
+	nv := w.next
+	w.next = nil
+	return nv
+}
+
+// prepareForCommit starts mounting the next view while a command runs,
+// unless one is ready or on its way: a commit that follows finds it
+// mounted, and its capture does not share the cores with the mount.
+func (w *workspace) prepareForCommit() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.next == nil && w.ended() == nil {
+		w.next = w.prepareNext()
+	}
+}
+
+// unmount unmounts the view, keeping its directories.
+func (nv *nextView) unmount() {
+	<-nv.ready
+	if nv.mfd >= 0 {
+		unix.Close(nv.mfd)
+		nv.mfd = -1
+	}
+}
+
 // wait waits for the view and reports whether it is there to use.
 func (nv *nextView) wait() error {
 	<-nv.ready
@@ -63,11 +92,7 @@ func (nv *nextView) wait() error {
 // discard unmounts the view, if it was mounted, and removes its
 // directories: the next generation's, which the caller may make again.
 func (nv *nextView) discard(w *workspace) {
-	<-nv.ready
-	if nv.mfd >= 0 {
-		unix.Close(nv.mfd)
-		nv.mfd = -1
-	}
+	nv.unmount()
 	upper, work := w.genDirs(nv.gen)
 	os.RemoveAll(work)
 	os.RemoveAll(upper)
