@@ -221,7 +221,8 @@ func TestRestartAfterInterruptedRebase(t *testing.T) {
 // follows the new head to in the next generation's directories, beside
 // its capture. A crash can leave such directories behind, one a used work
 // directory that overlayfs refuses; the next commit, or discard, starts
-// them afresh, and nothing left in them shows in the Workspace.
+// them afresh, and nothing left in them shows in the Workspace (files in
+// such an upper directory are kept aside, never removed).
 func TestCommitOverStrayNextGeneration(t *testing.T) {
 	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{Volume: sessions.VolumeOff})
 	w := d.create(t, "main")
@@ -248,6 +249,11 @@ func TestCommitOverStrayNextGeneration(t *testing.T) {
 	d.commit(t, w.ID, api.StatusCommitted)
 	if got := d.sh(t, w.ID, "ls"); got != "a.txt\nb.txt\n" {
 		t.Fatalf("after the commit the Workspace lists %q", got)
+	}
+	// Files in an upper directory no record names are moved aside, kept.
+	kept, _ := filepath.Glob(filepath.Join(d.stateDir, "ws", w.ID, "upper-*.kept-*", "junk.txt"))
+	if len(kept) != 1 {
+		t.Fatalf("the stray upper directory's file was not kept aside: %v", kept)
 	}
 	d.sh(t, w.ID, "echo c > c.txt")
 	d.commit(t, w.ID, api.StatusCommitted)

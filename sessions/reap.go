@@ -2,7 +2,6 @@ package sessions
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"strconv"
 	"sync"
@@ -126,7 +125,7 @@ func scan(ns map[uint64]bool) (pids []int, vanished bool) {
 		}
 		n, err := unix.Readlinkat(int(proc.Fd()), name+"/ns/mnt", buf[:])
 		if err != nil {
-			vanished = vanished || errors.Is(err, unix.ENOENT)
+			vanished = true
 			continue // gone, or not ours to look at
 		}
 		if ino, ok := nsInode(buf[:n]); ok && ns[ino] {
@@ -175,14 +174,15 @@ func nsInode(link []byte) (uint64, bool) {
 // runs, ns is no longer tracked, so ending the Workspace right after need
 // not scan for processes again; the next command tracks it anew.
 //
-// One scan that finds none is enough unless a process it listed was gone
-// before it looked at it; then a second scan decides. A scan misses a
-// process only if /proc did not list it yet (the kernel numbers a child
-// before /proc lists it), which means its parent was forking it during
-// the listing: that parent, in the namespace too, was listed and was
-// either still there when looked at (and counted) or gone (and noticed).
-// A parent gone before the listing began had finished forking, and its
-// child was listed.
+// One scan that finds none is enough unless a process it listed could not
+// be looked at (gone, most often) or a process ID was handed out while it
+// ran; then a second scan decides. A scan misses a process only if /proc
+// did not list it yet, which means its parent was forking it during the
+// listing: a parent it listed was either still there when looked at (and
+// counted) or not (and noticed), and one it did not list (its ID after
+// the listing's position when the IDs went round) made a new ID while the
+// scan ran. A parent gone before the scan began had finished forking, and
+// its child was listed.
 func (r *reaper) running(ns uint64) int {
 	r.mu.Lock()
 	tracked := r.ns[ns]
@@ -191,9 +191,10 @@ func (r *reaper) running(ns uint64) int {
 		return 0
 	}
 	in := map[uint64]bool{ns: true}
+	before := lastPID()
 	pids, vanished := scan(in)
 	n := len(pids)
-	if n == 0 && vanished {
+	if n == 0 && (vanished || before == 0 || lastPID() != before) {
 		pids, _ = scan(in)
 		n = len(pids)
 	}
@@ -202,6 +203,17 @@ func (r *reaper) running(ns uint64) int {
 		delete(r.ns, ns)
 		r.mu.Unlock()
 	}
+	return n
+}
+
+// lastPID is the last process ID handed out in the daemon's PID
+// namespace, or 0 if it cannot be read.
+func lastPID() int {
+	b, err := os.ReadFile("/proc/sys/kernel/ns_last_pid")
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(string(bytes.TrimSpace(b)))
 	return n
 }
 

@@ -152,8 +152,9 @@ func (w *workspace) resume() error {
 	// a commit's next view (prepareNext): a used work directory there
 	// would make overlayfs refuse the next mount.
 	nextUpper, nextWork := w.genDirs(w.rec.Gen + 1)
-	os.RemoveAll(nextWork)
-	os.RemoveAll(nextUpper)
+	if err := w.freshDirs(nextUpper, nextWork); err != nil {
+		return err
+	}
 	if err := w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, w.rec.lease()); err != nil {
 		return err
 	}
@@ -299,6 +300,10 @@ func (w *workspace) captured(ignore *publish.Rules) publish.Upper {
 // overlay is switched (a Commit's audit, another Store write, beside mount
 // calls). Callers hold w.mu.
 func (w *workspace) follow(commit object.ID, alongside func(), leased bool, next *nextView) error {
+	if next != nil && next.gen != w.rec.Gen+1 {
+		next.unmount() // made for another generation: not this one's
+		next = nil
+	}
 	if next != nil && next.wait() != nil {
 		w.d.log.Printf("workspace %s: the next overlay was not made ahead (%v); making it now", w.rec.ID, next.err)
 		next.discard(w)
@@ -367,15 +372,9 @@ func (w *workspace) remount(oldUpper, oldWork string) error {
 }
 
 // makeDirs makes the current generation's upper and work directories,
-// empty: any there are a crash's leftovers.
+// empty: any there are a crash's leftovers (see freshDirs).
 func (w *workspace) makeDirs() error {
-	for _, p := range []string{w.upper(), w.work()} {
-		os.RemoveAll(p)
-		if err := os.MkdirAll(p, 0o755); err != nil {
-			return err
-		}
-	}
-	return nil
+	return w.freshDirs(w.upper(), w.work())
 }
 
 // switchOverlay shows the overlay of the current lease and directories,
@@ -484,16 +483,27 @@ func (d *Daemon) End(id string, discard bool) error {
 	d.mu.Lock()
 	delete(d.ws, id)
 	d.mu.Unlock()
-	if nv := w.takeNext(); nv != nil {
-		go nv.unmount() // its directories go with the Workspace's
-	}
+	nv := w.takeNext()
 	err = w.detach()
 	// Not a Workspace any more, even if removal lags. A rename, not an
 	// unlink: on a filesystem mounted with discard, freeing the file's
 	// block waits behind the discards of removals under way, such as the
 	// upperdir the last commit left (32 MiB of them: 5–45 ms).
 	os.Rename(filepath.Join(w.dir(), "state.json"), filepath.Join(w.dir(), endedMarker))
-	removeInBackground(w.dir(), w.hostPath())
+	dirs := []string{w.dir(), w.hostPath()}
+	if nv == nil {
+		removeInBackground(dirs...)
+	} else {
+		// The view a command's start began to mount is unmounted after the
+		// reply, and the directories go once it is; Close waits for it
+		// before it unmounts the Store's FUSE mount, which it stacks on.
+		d.retiring.Add(1)
+		go func() {
+			defer d.retiring.Done()
+			nv.unmount()
+			removeInBackground(dirs...)
+		}()
+	}
 	// With the next write: a crash before it leaves the Lease to the next
 	// start, which releases Leases it has no Workspace for.
 	err = errors.Join(err, d.s.DropLeaseSoon(id))

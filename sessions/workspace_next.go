@@ -1,8 +1,10 @@
 package sessions
 
 import (
+	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -36,12 +38,8 @@ func (w *workspace) prepareNext() *nextView {
 		// Directories of this generation can only be a crash's leftovers
 		// (a view prepared and never shown); a used work directory would
 		// make overlayfs refuse the mount.
-		os.RemoveAll(work)
-		os.RemoveAll(upper)
-		for _, p := range []string{upper, work} {
-			if nv.err = os.MkdirAll(p, 0o755); nv.err != nil {
-				return
-			}
+		if nv.err = w.freshDirs(upper, work); nv.err != nil {
+			return
 		}
 		nv.slot, nv.err = w.d.fuse.NewSlot()
 		if nv.err != nil {
@@ -67,7 +65,12 @@ func (w *workspace) takeNext() *nextView {
 // unless one is ready or on its way: a commit that follows finds it
 // mounted, and its capture does not share the cores with the mount.
 func (w *workspace) prepareForCommit() {
-	w.mu.Lock()
+	// Not behind a long reader (an inspect's dry capture), which would hold
+	// up this command and, meanwhile, every new reader: a commit with no
+	// view ready makes one itself.
+	if !w.mu.TryLock() {
+		return
+	}
 	defer w.mu.Unlock()
 	if w.next == nil && w.ended() == nil {
 		w.next = w.prepareNext()
@@ -93,9 +96,36 @@ func (nv *nextView) wait() error {
 // directories: the next generation's, which the caller may make again.
 func (nv *nextView) discard(w *workspace) {
 	nv.unmount()
+	if nv.gen <= w.rec.Gen {
+		return // not a generation to come: never the live one's directories
+	}
 	upper, work := w.genDirs(nv.gen)
 	os.RemoveAll(work)
 	os.RemoveAll(upper)
+}
+
+// freshDirs makes upper and work, a generation's directories to come,
+// empty. What is there is a crash's leftover: the work directory holds
+// nothing of value, but an upper directory with entries may hold a user's
+// writes (a crash between a switch and the save of the record that names
+// it), so it is moved aside, kept and logged, never removed.
+func (w *workspace) freshDirs(upper, work string) error {
+	os.RemoveAll(work)
+	if empty, err := dirEmpty(upper); err == nil && !empty {
+		aside := fmt.Sprintf("%s.kept-%d", upper, time.Now().UnixNano())
+		if err := os.Rename(upper, aside); err != nil {
+			return fmt.Errorf("move aside %s: %w", upper, err)
+		}
+		w.d.log.Printf("workspace %s: %s held files no record names; kept at %s", w.rec.ID, upper, aside)
+	} else {
+		os.Remove(upper) // an empty one
+	}
+	for _, p := range []string{upper, work} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // genDirs are the upper and work directories of generation gen.

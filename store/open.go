@@ -294,7 +294,8 @@ func (s *Store) Meta(key string) string { return s.meta[key] }
 func (s *Store) Close() error {
 	var errs []error
 	ids := s.drops.take(true)
-	s.drops.flushing.Wait() // a flush the timer began takes its drops itself
+	s.drops.flushing.Wait()                  // a flush the timer began takes its drops itself,
+	ids = append(ids, s.drops.take(true)...) // and puts them back if it failed
 	if len(ids) > 0 {
 		errs = append(errs, s.Update(func(tx *RefTx) error { return tx.writeLeaseDrops(ids) }))
 	}
