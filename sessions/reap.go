@@ -99,24 +99,18 @@ func killIn(ns map[uint64]bool) int {
 // which are never in a Workspace's namespace, are left out unread: they
 // were 61 of the 66 processes here, and a big machine has hundreds.
 func processesIn(ns map[uint64]bool) []int {
-	pids, _ := scan(ns)
-	return pids
-}
-
-// scan is processesIn, also reporting whether a process it listed was
-// gone before it could look at it.
-func scan(ns map[uint64]bool) (pids []int, vanished bool) {
 	proc, err := os.Open("/proc")
 	if err != nil {
-		return nil, false
+		return nil
 	}
 	defer proc.Close()
 	kernel := kernelThreads()
 	names, err := proc.Readdirnames(-1)
 	if err != nil {
-		return nil, false
+		return nil
 	}
 	self := os.Getpid()
+	var out []int
 	var buf [64]byte
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
@@ -125,14 +119,13 @@ func scan(ns map[uint64]bool) (pids []int, vanished bool) {
 		}
 		n, err := unix.Readlinkat(int(proc.Fd()), name+"/ns/mnt", buf[:])
 		if err != nil {
-			vanished = true
 			continue // gone, or not ours to look at
 		}
 		if ino, ok := nsInode(buf[:n]); ok && ns[ino] {
-			pids = append(pids, pid)
+			out = append(out, pid)
 		}
 	}
-	return pids, vanished
+	return out
 }
 
 // kernelThreads returns the kernel's threads: kthreadd (PID 2) and its
@@ -172,17 +165,12 @@ func nsInode(link []byte) (uint64, bool) {
 // no command ever ran there. The caller must keep new commands from
 // starting there meanwhile (commit holds the Workspace's lock): when none
 // runs, ns is no longer tracked, so ending the Workspace right after need
-// not scan for processes again; the next command tracks it anew.
-//
-// One scan that finds none is enough unless a process it listed could not
-// be looked at (gone, most often) or a process ID was handed out while it
-// ran; then a second scan decides. A scan misses a process only if /proc
-// did not list it yet, which means its parent was forking it during the
-// listing: a parent it listed was either still there when looked at (and
-// counted) or not (and noticed), and one it did not list (its ID after
-// the listing's position when the IDs went round) made a new ID while the
-// scan ran. A parent gone before the scan began had finished forking, and
-// its child was listed.
+// not scan for processes again; the next command tracks it anew. None
+// runs only if two scans in a row find none: a process that forks and
+// exits between one scan's listing of /proc and its look at the process
+// leaves a child the listing missed, which the next listing has. (The
+// kernel numbers a child before /proc lists it, so a scan that saw no new
+// process ID handed out can still have missed one.)
 func (r *reaper) running(ns uint64) int {
 	r.mu.Lock()
 	tracked := r.ns[ns]
@@ -191,29 +179,15 @@ func (r *reaper) running(ns uint64) int {
 		return 0
 	}
 	in := map[uint64]bool{ns: true}
-	before := lastPID()
-	pids, vanished := scan(in)
-	n := len(pids)
-	if n == 0 && (vanished || before == 0 || lastPID() != before) {
-		pids, _ = scan(in)
-		n = len(pids)
+	n := len(processesIn(in))
+	if n == 0 {
+		n = len(processesIn(in))
 	}
 	if n == 0 {
 		r.mu.Lock()
 		delete(r.ns, ns)
 		r.mu.Unlock()
 	}
-	return n
-}
-
-// lastPID is the last process ID handed out in the daemon's PID
-// namespace, or 0 if it cannot be read.
-func lastPID() int {
-	b, err := os.ReadFile("/proc/sys/kernel/ns_last_pid")
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(string(bytes.TrimSpace(b)))
 	return n
 }
 
