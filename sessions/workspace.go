@@ -293,12 +293,12 @@ func (w *workspace) captured(ignore *publish.Rules) publish.Upper {
 // follow moves the Workspace to commit: a new Lease, a fresh overlay with
 // an empty upperdir at the same paths; the old overlay is detached and its
 // upperdir removed in the background. The overlay is next, if it is not
-// nil and was mounted (a commit prepares it beside its capture); follow
-// owns next. The Lease (a Store write) overlaps the new directories,
-// unless leased says the Store's Lease is on commit already (it landed
-// with it); alongside, if not nil, runs on another goroutine while the
-// overlay is switched (a Commit's audit, another Store write, beside mount
-// calls). Callers hold w.mu.
+// nil and was mounted (nextView: while a command ran, or beside the
+// commit's capture); follow owns next. The Lease (a Store write) overlaps
+// the new directories, unless leased says the Store's Lease is on commit
+// already (it landed with it); alongside, if not nil, runs on another
+// goroutine while the overlay is switched (a Commit's audit, another
+// Store write, beside mount calls). Callers hold w.mu.
 func (w *workspace) follow(commit object.ID, alongside func(), leased bool, next *nextView) error {
 	if next != nil && next.gen != w.rec.Gen+1 {
 		next.unmount() // made for another generation: not this one's
@@ -417,14 +417,10 @@ func (w *workspace) mountView(next *nextView) (int, int64, error) {
 	var shown int64
 	var err error
 	if next != nil {
-		// No lookup reached the view before its Slot was bound: its tick
-		// is the Bind's.
-		mfd, shown = next.mfd, w.d.tick()
-		next.mfd = -1 // the caller's now
-		err = next.slot.Bind(w.rec.lease())
-		if err != nil {
-			unix.Close(mfd)
+		if shown, err = next.bind(w.d, w.rec.lease()); err != nil {
+			next.close()
 		}
+		mfd, next.mfd = next.mfd, -1 // the caller's now
 	} else {
 		shown = w.d.tick()
 		mfd, err = overlayDetached(w.lower(), w.d.dataDir(), w.upper(), w.work())

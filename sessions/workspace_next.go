@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/layerfs/layerfs/fusefs"
+	"github.com/layerfs/layerfs/object"
 )
 
 // nextView is the overlay a commit switches the Workspace to, to follow
@@ -23,15 +24,51 @@ import (
 type nextView struct {
 	gen   int
 	ready chan struct{} // closed when the fields below are set
-	slot  *fusefs.Slot
-	mfd   int // the detached overlay
-	err   error
+	slotView
+	err error
+}
+
+// slotView is an overlay mounted ahead of need, detached, over an unbound
+// Slot: the Commit it shows is chosen when it is used (bind). Both a
+// commit's next view and the spare Workspace are one.
+type slotView struct {
+	slot *fusefs.Slot
+	mfd  int // the detached overlay, or -1
+}
+
+// mountSlotView mounts a slotView with upper and work as its directories.
+func (d *Daemon) mountSlotView(upper, work string) (slotView, error) {
+	slot, err := d.fuse.NewSlot()
+	if err != nil {
+		return slotView{mfd: -1}, err
+	}
+	defer slot.Release() // the overlay holds the Slot's directory: its name is not needed
+	mfd, err := overlayDetached(slot.Path(), d.dataDir(), upper, work)
+	return slotView{slot: slot, mfd: mfd}, err
+}
+
+// bind makes the view show commit, and returns the data layer's tick for
+// the Workspace's shown: the Bind's, since no lookup reached the view
+// before it (an earlier tick would hold back eviction).
+func (v *slotView) bind(d *Daemon, commit object.ID) (int64, error) {
+	if err := v.slot.Bind(commit); err != nil {
+		return 0, err
+	}
+	return d.tick(), nil
+}
+
+// close unmounts the view, unless its mount was handed on.
+func (v *slotView) close() {
+	if v.mfd >= 0 {
+		unix.Close(v.mfd)
+		v.mfd = -1
+	}
 }
 
 // prepareNext starts mounting the next view. Callers hold w.mu, and hand
 // the view to follow, discard it, or keep it in w.next.
 func (w *workspace) prepareNext() *nextView {
-	nv := &nextView{gen: w.rec.Gen + 1, ready: make(chan struct{}), mfd: -1}
+	nv := &nextView{gen: w.rec.Gen + 1, ready: make(chan struct{}), slotView: slotView{mfd: -1}}
 	upper, work := w.genDirs(nv.gen)
 	go func() {
 		defer close(nv.ready)
@@ -41,14 +78,7 @@ func (w *workspace) prepareNext() *nextView {
 		if nv.err = w.freshDirs(upper, work); nv.err != nil {
 			return
 		}
-		nv.slot, nv.err = w.d.fuse.NewSlot()
-		if nv.err != nil {
-			return
-		}
-		// The overlay holds the Slot's directory from here on: its name
-		// is no longer needed.
-		defer nv.slot.Release()
-		nv.mfd, nv.err = overlayDetached(nv.slot.Path(), w.d.dataDir(), upper, work)
+		nv.slotView, nv.err = w.d.mountSlotView(upper, work)
 	}()
 	return nv
 }
@@ -80,10 +110,7 @@ func (w *workspace) prepareForCommit() {
 // unmount unmounts the view, keeping its directories.
 func (nv *nextView) unmount() {
 	<-nv.ready
-	if nv.mfd >= 0 {
-		unix.Close(nv.mfd)
-		nv.mfd = -1
-	}
+	nv.close()
 }
 
 // wait waits for the view and reports whether it is there to use.

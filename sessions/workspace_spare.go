@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/layerfs/layerfs/api"
-	"github.com/layerfs/layerfs/fusefs"
 	"github.com/layerfs/layerfs/object"
 )
 
@@ -41,9 +40,8 @@ type spares struct {
 }
 
 type spare struct {
-	w    *workspace
-	mfd  int // the detached overlay
-	slot *fusefs.Slot
+	w *workspace
+	slotView
 }
 
 // making is a spare on its way, made by thread tid (0 until the thread
@@ -96,15 +94,14 @@ func (s *spares) take(branch string, head object.ID, path string) *spare {
 	if sp == nil {
 		return nil
 	}
-	if err := sp.slot.Bind(head); err != nil {
+	shown, err := sp.bind(s.d, head)
+	if err != nil {
 		s.d.log.Printf("show %s in the spare Workspace: %v", head.Short(), err)
 		sp.discard()
 		return nil
 	}
 	sp.w.rec.Branch, sp.w.rec.Lease = branch, head.String()
-	// No lookup reached the view before its Slot was bound: its tick is
-	// the Bind's, not the spare's making (which would hold back evict).
-	sp.w.shown.Store(s.d.tick())
+	sp.w.shown.Store(shown)
 	return sp
 }
 
@@ -163,7 +160,7 @@ func (s *spares) run(m *making) {
 // make builds a spare.
 func (s *spares) make() (*spare, error) {
 	w := &workspace{d: s.d, rec: record{ID: newID(), Path: api.DefaultPath}}
-	sp := &spare{w: w, mfd: -1}
+	sp := &spare{w: w, slotView: slotView{mfd: -1}}
 	for _, p := range []string{w.upper(), w.work(), w.hostPath()} {
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			sp.discard()
@@ -172,11 +169,7 @@ func (s *spares) make() (*spare, error) {
 	}
 	err := os.WriteFile(filepath.Join(w.dir(), spareMarker), nil, 0o600)
 	if err == nil {
-		sp.slot, err = s.d.fuse.NewSlot()
-	}
-	if err == nil {
-		sp.mfd, err = overlayDetached(sp.slot.Path(), s.d.dataDir(), w.upper(), w.work())
-		sp.slot.Release() // the overlay holds it
+		sp.slotView, err = s.d.mountSlotView(w.upper(), w.work())
 	}
 	if err == nil {
 		w.holder, err = s.d.holders.get()
@@ -213,10 +206,7 @@ func (sp *spare) use() (*workspace, error) {
 
 // discard undoes make.
 func (sp *spare) discard() {
-	if sp.mfd >= 0 {
-		unix.Close(sp.mfd)
-		sp.mfd = -1
-	}
+	sp.close()
 	sp.w.teardown()
 }
 
