@@ -74,10 +74,16 @@ func TestSpareFitsEveryBranch(t *testing.T) {
 // fromSpare reads how many Workspaces the daemon made from a spare.
 func (d *testDaemon) fromSpare(t *testing.T) int {
 	t.Helper()
+	return d.metric(t, "layerfs_workspaces_from_spare_total")
+}
+
+// metric reads one of the daemon's counters.
+func (d *testDaemon) metric(t *testing.T, name string) int {
+	t.Helper()
 	var b strings.Builder
 	d.WriteMetrics(&b)
 	for _, line := range strings.Split(b.String(), "\n") {
-		if v, ok := strings.CutPrefix(line, "layerfs_workspaces_from_spare_total "); ok {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			n, err := strconv.Atoi(v)
 			if err != nil {
 				t.Fatal(err)
@@ -85,7 +91,7 @@ func (d *testDaemon) fromSpare(t *testing.T) int {
 			return n
 		}
 	}
-	t.Fatal("no layerfs_workspaces_from_spare_total in the metrics")
+	t.Fatalf("no %s in the metrics", name)
 	return 0
 }
 

@@ -78,3 +78,76 @@ func TestWorkspaceCommitWarmsBigFiles(t *testing.T) {
 		t.Fatal("fresh.bin reads back differently from what was committed")
 	}
 }
+
+// TestWorkspaceLooksUpHotFilesAhead: the first command in a view of a
+// Commit this daemon landed starts with the big files that Commit changed
+// looked up in the view (so the command's open need not wait for the
+// lookup through FUSE), once per view; a symlink put in the way through
+// the host path is not followed; and what the commands see is unchanged.
+func TestWorkspaceLooksUpHotFilesAhead(t *testing.T) {
+	big := strings.Repeat("0123456789abcdef", 2<<20/16) // 2 MiB
+	d := startDaemon(t, map[string]string{"big.bin": big, "sub/keep": "k\n"}, sessions.Config{})
+	const ahead = "layerfs_lookups_ahead_total"
+	waitFor := func(want int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for d.metric(t, ahead) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s is %d, want %d", ahead, d.metric(t, ahead), want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+
+	a := d.create(t, "main")
+	d.sh(t, a.ID, "printf XY | dd of=big.bin bs=1 seek=1000 conv=notrunc status=none && head -c 1500000 big.bin > sub/new.bin && printf small > small.txt")
+	if n := d.metric(t, ahead); n != 0 {
+		t.Fatalf("a view of the initial Commit looked up %d files ahead; this daemon changed none", n)
+	}
+	d.commit(t, a.ID, api.StatusCommitted)
+	want := big[:1000] + "XY" + big[1002:]
+
+	// The next command in a, in its view of its own Commit, and the first
+	// in a new Workspace: both big files each time, the small one never.
+	d.sh(t, a.ID, "true")
+	waitFor(2)
+	b := d.create(t, "main")
+	if got := d.sh(t, b.ID, "cat big.bin"); got != want {
+		t.Fatal("big.bin reads back differently from what was committed")
+	}
+	waitFor(4)
+	if got := d.sh(t, b.ID, "cat sub/new.bin"); got != want[:1500000] {
+		t.Fatal("sub/new.bin reads back differently from what was committed")
+	}
+	if n := d.metric(t, ahead); n != 4 {
+		t.Fatalf("a second command in the same view looked files up again: %s %d, want 4", ahead, n)
+	}
+
+	// sub made a symlink, through the host path, before any command runs:
+	// the lookup ahead stops at it instead of following it out of the view.
+	c := d.create(t, "main")
+	outside := t.TempDir()
+	if err := os.WriteFile(filepath.Join(outside, "new.bin"), []byte("outside"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(c.HostPath, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(c.HostPath, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	d.sh(t, c.ID, "true")
+	waitFor(5) // big.bin only
+	time.Sleep(50 * time.Millisecond)
+	if n := d.metric(t, ahead); n != 5 {
+		t.Fatalf("%s is %d after a view with sub a symlink, want 5: the lookup followed it", ahead, n)
+	}
+	for _, w := range []api.Workspace{a, b} {
+		if err := d.End(w.ID, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.End(c.ID, true); err != nil {
+		t.Fatal(err)
+	}
+}

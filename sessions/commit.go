@@ -110,6 +110,7 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 			w.d.data.evict(w.d.oldestView())
 		}
 		if err == nil {
+			w.d.hot.add(res.Commit, c.Changes)
 			w.d.warm(old, res.Commit, c.Changes)
 		}
 	case publish.UpToDate:

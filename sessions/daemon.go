@@ -60,8 +60,10 @@ type Daemon struct {
 	// views to, each left by a view's finished unmount: making one on the
 	// state directory's filesystem took ~0.12 ms of every commit's reply.
 	asides chan string
-	// warming counts reads ahead of committed big files (warm.go).
+	// warming counts reads ahead of committed big files (warm.go) and
+	// their lookups ahead in Workspaces' views (hot.go).
 	warming sync.WaitGroup
+	hot     hotPaths
 	log     *log.Logger
 	id      string // how leases name this daemon
 	// volume is the XFS image's mount point, if the daemon mounted one

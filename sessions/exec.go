@@ -38,7 +38,7 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, strea
 		return api.ExecResult{}, fmt.Errorf("%w: exec needs argv", ErrBadRequest)
 	}
 	d.metrics.execs.Add(1)
-	w.prepareForCommit()
+	w.aheadOfCommand()
 	return w.exec(ctx, req, stream)
 }
 

@@ -91,18 +91,24 @@ func (w *workspace) takeNext() *nextView {
 	return nv
 }
 
-// prepareForCommit starts mounting the next view while a command runs,
-// unless one is ready or on its way: a commit that follows finds it
+// aheadOfCommand does, beside a command's start, what the command and
+// the commit after it would otherwise wait for. It looks up the big files
+// the view's Commit changed (primeView), and starts mounting the next
+// view, unless one is ready or on its way: a commit that follows finds it
 // mounted, and its capture does not share the cores with the mount.
-func (w *workspace) prepareForCommit() {
+func (w *workspace) aheadOfCommand() {
 	// Not behind a long reader (an inspect's dry capture), which would hold
 	// up this command and, meanwhile, every new reader: a commit with no
-	// view ready makes one itself.
+	// view ready makes one itself, and the command looks its files up.
 	if !w.mu.TryLock() {
 		return
 	}
 	defer w.mu.Unlock()
-	if w.next == nil && w.ended() == nil {
+	if w.ended() != nil {
+		return
+	}
+	w.primeView()
+	if w.next == nil {
 		w.next = w.prepareNext()
 	}
 }

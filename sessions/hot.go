@@ -1,0 +1,126 @@
+package sessions
+
+import (
+	"errors"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/layerfs/layerfs/object"
+	"github.com/layerfs/layerfs/publish"
+	"github.com/layerfs/layerfs/store"
+)
+
+// A command after a commit tends to touch the big files the commit
+// changed: an agent edits the same files again and again. The first
+// command to open such a file in a fresh overlay waits for the overlay to
+// look it up in its lower layer — the FUSE mount's lookup, overlayfs's
+// metacopy and redirect attributes, the Slot's attributes: five requests
+// to the daemon, ~1.1 ms of a 10-byte edit's exec on two busy cores. So
+// Exec looks those files up in the Workspace's view, beside the command's
+// start (fork, exec, the shell's own start take longer), and the command's
+// open finds them looked up. A lookup only: nothing is opened, read or
+// copied up, and the overlay keeps what it found for the view's life.
+
+// Limits of what is remembered: the big files (warmMin bytes or more) of
+// the last hotCommits Commits this daemon landed, at most hotPerCommit of
+// each.
+const (
+	hotCommits   = 64
+	hotPerCommit = 16
+)
+
+// hotPaths remembers, per Commit, the big files it changed.
+type hotPaths struct {
+	mu    sync.Mutex
+	paths map[object.ID][]string
+	order []object.ID // oldest first
+}
+
+// add records the big files cs, which commit landed, changed.
+func (h *hotPaths) add(commit object.ID, cs *publish.Changeset) {
+	var paths []string
+	for _, c := range cs.Changes {
+		if e := c.Entry; e != nil && e.Type == store.TypeFile && e.Size >= warmMin && len(paths) < hotPerCommit {
+			paths = append(paths, c.Path)
+		}
+	}
+	if len(paths) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.paths == nil {
+		h.paths = map[object.ID][]string{}
+	}
+	if _, ok := h.paths[commit]; !ok {
+		h.order = append(h.order, commit)
+	}
+	h.paths[commit] = paths
+	for len(h.order) > hotCommits {
+		delete(h.paths, h.order[0])
+		h.order = h.order[1:]
+	}
+}
+
+// of returns the big files commit changed, if this daemon landed it lately.
+func (h *hotPaths) of(commit object.ID) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.paths[commit]
+}
+
+// primeView looks up, in the Workspace's current view, the big files its
+// Commit changed, in the background: once per view (generation), at its
+// first command. Callers hold w.mu.
+func (w *workspace) primeView() {
+	if w.primed == w.rec.Gen+1 {
+		return
+	}
+	w.primed = w.rec.Gen + 1
+	paths := w.d.hot.of(w.rec.lease())
+	if len(paths) == 0 {
+		return
+	}
+	d := w.d
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
+	d.warming.Add(1) // Close waits for it before it unmounts the Store
+	d.mu.Unlock()
+	view := w.hostPath()
+	go func() {
+		defer d.warming.Done()
+		n := lookUpBeneath(view, paths)
+		d.metrics.primed.Add(int64(n))
+	}()
+}
+
+// lookUpBeneath looks up each of paths (slash-separated, relative) below
+// dir, refusing symlinks and other mounts on the way: a Workspace's
+// command may have made any of them a symlink to somewhere else. It
+// returns how many it found.
+func lookUpBeneath(dir string, paths []string) int {
+	root, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0
+	}
+	defer unix.Close(root)
+	how := &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	found := 0
+	for _, p := range paths {
+		fd, err := unix.Openat2(root, p, how)
+		if err == nil {
+			unix.Close(fd)
+			found++
+		} else if errors.Is(err, unix.ENOSYS) {
+			return found // no openat2 (Linux < 5.6): no priming
+		}
+	}
+	return found
+}
