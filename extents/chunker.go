@@ -36,13 +36,19 @@ func realCut(c chunker.Chunk) bool {
 	return c.Length >= ChunkMax || (c.Length >= ChunkMin && c.Cut&chunkSplitMask == 0)
 }
 
+// chunkBufs recycles cutChunks's chunk buffers: one per call, and a
+// Workspace's capture of a small edit calls it for every run it re-cuts.
+var chunkBufs = sync.Pool{New: func() any { return new([ChunkMax]byte) }}
+
 // cutChunks feeds every chunk of r to fn, in order. The slice passed to fn
 // is reused for the next chunk. cut says whether the chunk ended at a
 // real cut or only because r ended.
 func cutChunks(r io.Reader, fn func(data []byte, cut bool) error) error {
 	c := newChunker(r)
 	defer releaseChunker(c)
-	buf := make([]byte, 0, ChunkMax)
+	bp := chunkBufs.Get().(*[ChunkMax]byte)
+	defer chunkBufs.Put(bp)
+	buf := bp[:0]
 	for {
 		ch, err := c.Next(buf)
 		if errors.Is(err, io.EOF) {

@@ -94,11 +94,17 @@ func newOutPipe() (*outPipe, error) {
 	return &outPipe{r: r, w: w, done: make(chan struct{})}, nil
 }
 
+// outBufs recycles the pipes' read buffers: two per command, they were
+// a fifth of what a Workspace's edit lifecycle allocated.
+var outBufs = sync.Pool{New: func() any { return new([64 << 10]byte) }}
+
 // copy reads the pipe into dst until it ends (see outPipe).
 func (p *outPipe) copy(dst io.Writer) {
 	defer close(p.done)
 	defer p.r.Close()
-	buf := make([]byte, 64<<10)
+	bp := outBufs.Get().(*[64 << 10]byte)
+	defer outBufs.Put(bp)
+	buf := bp[:]
 	for {
 		n, err := p.r.Read(buf)
 		if n > 0 {

@@ -37,7 +37,7 @@ func Read(table string) ([]Mount, error) {
 	defer f.Close()
 	var out []Mount
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20) // an overlay's options can be long
+	sc.Buffer(make([]byte, 0, 4<<10), 1<<20) // an overlay's options can be long: the buffer grows for them
 	for sc.Scan() {
 		if m, ok := Parse(sc.Text()); ok {
 			out = append(out, m)
