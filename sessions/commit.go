@@ -98,6 +98,9 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	var markers []string
 	switch res.Status {
 	case publish.Committed:
+		// Before the switch: a Workspace made on the new head meanwhile
+		// looks its big files up too (lookUpAhead).
+		w.d.hot.add(res.Commit, c.Changes)
 		w.rec.Commits++
 		old := w.rec.lease()
 		err = w.follow(res.Commit, res.FinishAudit, true, next)
@@ -110,7 +113,6 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 			w.d.data.evict(w.d.oldestView())
 		}
 		if err == nil {
-			w.d.hot.add(res.Commit, c.Changes)
 			w.d.warm(old, res.Commit, c.Changes)
 		}
 	case publish.UpToDate:

@@ -19,12 +19,13 @@ import (
 // to the daemon, ~1.1 ms of a 10-byte edit's exec on two busy cores. So
 // Exec looks those files up in the Workspace's view, beside the command's
 // start (fork, exec, the shell's own start take longer), and the command's
-// open finds them looked up. A lookup only: nothing is opened, read or
-// copied up, and the overlay keeps what it found for the view's life.
+// open finds them looked up. A lookup only (an O_PATH open): nothing is
+// read, written or copied up, and the kernel keeps what the overlay found
+// in its dentry cache, for as long as memory allows.
 
 // Limits of what is remembered: the big files (warmMin bytes or more) of
-// the last hotCommits Commits this daemon landed, at most hotPerCommit of
-// each.
+// the last hotCommits Commits a Workspace of this daemon landed with any,
+// the first hotPerCommit of each.
 const (
 	hotCommits   = 64
 	hotPerCommit = 16
@@ -70,47 +71,48 @@ func (h *hotPaths) of(commit object.ID) []string {
 	return h.paths[commit]
 }
 
-// primeView looks up, in the Workspace's current view, the big files its
-// Commit changed, in the background: once per view (generation), at its
-// first command. Callers hold w.mu.
-func (w *workspace) primeView() {
-	if w.primed == w.rec.Gen+1 {
+// lookUpAhead looks up, in the Workspace's current view, the big files its
+// Commit changed, in the background: once per view (generation), at the
+// first command that finds any to look up. Callers hold w.mu for writing.
+func (w *workspace) lookUpAhead() {
+	if w.lookedUp == w.rec.Gen+1 {
 		return
 	}
-	w.primed = w.rec.Gen + 1
 	paths := w.d.hot.of(w.rec.lease())
 	if len(paths) == 0 {
+		return // yet: the Commit's list may come after this command
+	}
+	w.lookedUp = w.rec.Gen + 1
+	// The view as it is now, not whatever a commit may have switched the
+	// host path to by the time the goroutine runs.
+	root, err := unix.Open(w.hostPath(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
 		return
 	}
 	d := w.d
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
+		unix.Close(root)
 		return
 	}
 	d.warming.Add(1) // Close waits for it before it unmounts the Store
 	d.mu.Unlock()
-	view := w.hostPath()
 	go func() {
 		defer d.warming.Done()
-		n := lookUpBeneath(view, paths)
-		d.metrics.primed.Add(int64(n))
+		defer unix.Close(root)
+		d.metrics.lookedUpAhead.Add(int64(lookUpBeneath(root, paths)))
 	}()
 }
 
 // lookUpBeneath looks up each of paths (slash-separated, relative) below
-// dir, refusing symlinks and other mounts on the way: a Workspace's
-// command may have made any of them a symlink to somewhere else. It
-// returns how many it found.
-func lookUpBeneath(dir string, paths []string) int {
-	root, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return 0
-	}
-	defer unix.Close(root)
+// the directory root, refusing symlinks (the last component's too) and
+// other mounts on the way: a Workspace's command may have made any of
+// them a symlink to somewhere else. It returns how many it found.
+func lookUpBeneath(root int, paths []string) int {
 	how := &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_MAGICLINKS,
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_XDEV,
 	}
 	found := 0
 	for _, p := range paths {

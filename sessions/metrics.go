@@ -8,7 +8,7 @@ import (
 
 // metrics counts what the daemon did, for GET /metrics.
 type metrics struct {
-	created, fromSpare, ended, execs, primed, commits, upToDate, conflicts, discards atomic.Int64
+	created, fromSpare, ended, execs, lookedUpAhead, commits, upToDate, conflicts, discards atomic.Int64
 }
 
 // WriteMetrics writes the daemon's counters in Prometheus text format.
@@ -30,7 +30,7 @@ func (d *Daemon) WriteMetrics(w io.Writer) {
 		{"layerfs_workspaces_from_spare_total", "of those, made ahead of need (a fast create)", "counter", m.fromSpare.Load()},
 		{"layerfs_workspaces_ended_total", "Workspaces ended", "counter", m.ended.Load()},
 		{"layerfs_execs_total", "commands run", "counter", m.execs.Load()},
-		{"layerfs_lookups_ahead_total", "big files a commit changed, looked up in a view as its first command started", "counter", m.primed.Load()},
+		{"layerfs_lookups_ahead_total", "big files a commit changed, looked up in a view as its first command started", "counter", m.lookedUpAhead.Load()},
 		{"layerfs_commits_total", "Workspace commits that landed", "counter", m.commits.Load()},
 		{"layerfs_commits_up_to_date_total", "Workspace commits with nothing to land", "counter", m.upToDate.Load()},
 		{"layerfs_commits_conflict_total", "Workspace commits refused as conflicts", "counter", m.conflicts.Load()},

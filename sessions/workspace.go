@@ -36,9 +36,9 @@ type workspace struct {
 	// shown is the data layer's tick (Daemon.tick) at which the current
 	// overlay was mounted, for its eviction.
 	shown atomic.Int64
-	// primed is the generation, plus one, whose view a command's start
-	// looked the Commit's big files up in (primeView), or 0.
-	primed int
+	// lookedUp is the generation, plus one, whose view a command's start
+	// looked the Commit's big files up in (lookUpAhead), or 0.
+	lookedUp int
 }
 
 func (w *workspace) dir(parts ...string) string {

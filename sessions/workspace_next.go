@@ -93,7 +93,7 @@ func (w *workspace) takeNext() *nextView {
 
 // aheadOfCommand does, beside a command's start, what the command and
 // the commit after it would otherwise wait for. It looks up the big files
-// the view's Commit changed (primeView), and starts mounting the next
+// the view's Commit changed (lookUpAhead), and starts mounting the next
 // view, unless one is ready or on its way: a commit that follows finds it
 // mounted, and its capture does not share the cores with the mount.
 func (w *workspace) aheadOfCommand() {
@@ -107,7 +107,7 @@ func (w *workspace) aheadOfCommand() {
 	if w.ended() != nil {
 		return
 	}
-	w.primeView()
+	w.lookUpAhead()
 	if w.next == nil {
 		w.next = w.prepareNext()
 	}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Self and Thread are the tables of the calling process's and the calling
@@ -27,6 +28,11 @@ type Mount struct {
 	SuperOpts []string // the filesystem's options, "lowerdir=..." for an overlay
 }
 
+// readBufs recycles Read's buffers: 64 KiB, so a table of hundreds of
+// Workspace overlays takes a few reads, and every new Workspace namespace
+// reads one.
+var readBufs = sync.Pool{New: func() any { return new([64 << 10]byte) }}
+
 // Read reads a table (Self, Thread), in mount order: a mount comes after
 // the mounts it is stacked on.
 func Read(table string) ([]Mount, error) {
@@ -36,8 +42,10 @@ func Read(table string) ([]Mount, error) {
 	}
 	defer f.Close()
 	var out []Mount
+	buf := readBufs.Get().(*[64 << 10]byte)
+	defer readBufs.Put(buf)
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 4<<10), 1<<20) // an overlay's options can be long: the buffer grows for them
+	sc.Buffer(buf[:0], 1<<20) // an overlay's options can be long
 	for sc.Scan() {
 		if m, ok := Parse(sc.Text()); ok {
 			out = append(out, m)
