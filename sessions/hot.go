@@ -8,7 +8,6 @@ import (
 
 	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/publish"
-	"github.com/layerfs/layerfs/store"
 )
 
 // A command after a commit tends to touch the big files the commit
@@ -42,7 +41,7 @@ type hotPaths struct {
 func (h *hotPaths) add(commit object.ID, cs *publish.Changeset) {
 	var paths []string
 	for _, c := range cs.Changes {
-		if e := c.Entry; e != nil && e.Type == store.TypeFile && e.Size >= warmMin && len(paths) < hotPerCommit {
+		if bigFile(c.Entry) && len(paths) < hotPerCommit {
 			paths = append(paths, c.Path)
 		}
 	}

@@ -43,7 +43,7 @@ func warmPaths(s *store.Store, oldLease object.ID, cs *publish.Changeset, data *
 	var total int64
 	for _, c := range cs.Changes {
 		e := c.Entry
-		if e == nil || e.Type != store.TypeFile || e.Size < warmMin || total+e.Size > warmMax {
+		if !bigFile(e) || total+e.Size > warmMax {
 			continue
 		}
 		if data != nil && data.holds(e.ID) {
@@ -57,6 +57,12 @@ func warmPaths(s *store.Store, oldLease object.ID, cs *publish.Changeset, data *
 		total += e.Size
 	}
 	return cached, primed
+}
+
+// bigFile reports whether a change's new entry is a file big enough to
+// read ahead (warm) and to look up ahead (lookUpAhead).
+func bigFile(e *store.Entry) bool {
+	return e != nil && e.Type == store.TypeFile && e.Size >= warmMin
 }
 
 // warm puts the big files cs modified, as commit holds them, into the
@@ -75,9 +81,10 @@ func (d *Daemon) warm(oldLease, commit object.ID, cs *publish.Changeset) {
 		defer d.warming.Done()
 		cached, primed := warmPaths(d.s, oldLease, cs, d.data)
 		// A big file with a data file is copied up from it, but the
-		// overlay still looks it up in the mount first: a FUSE request and
-		// a read of the new Commit's trees, done here rather than in the
-		// command's open.
+		// overlay still looks it up in the mount first. Views stack on
+		// Slots, whose directories are their own, so this lookup does not
+		// spare theirs a FUSE request (lookUpAhead does that); it reads the
+		// new Commit's trees into the mount's cache, which theirs then hit.
 		for _, p := range primed {
 			os.Lstat(d.dir("lower", commit.String(), filepath.FromSlash(p)))
 		}
