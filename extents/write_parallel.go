@@ -10,7 +10,7 @@ import (
 )
 
 // Cutting a large file into chunks is its capture's slowest stage (the
-// rolling hash runs at ~500 MB/s on one core), and a cut depends on the
+// rolling hash runs at ~650 MB/s on one core), and a cut depends on the
 // bytes since the previous cut. WriteAt still cuts on every core: it
 // splits the file into segments, cuts each from its own start as if a cut
 // were there, and stitches them. A segment's cutter goes on a little past
@@ -21,7 +21,9 @@ import (
 // its own — anything but long runs with no cut before ChunkMax — they meet
 // within a chunk or two. When they do not meet in the overhang, the next
 // segment is cut again from the true cut, on the stitching goroutine, so
-// the chunks are always exactly those Write cuts.
+// the chunks are always exactly those Write cuts. Within a segment, read
+// into memory whole, the same stitching joins four lanes that one core
+// cuts at once (cutRegion, rabin.go).
 const (
 	segmentSize = 4 << 20
 	overhang    = 8 * ChunkMax
@@ -56,39 +58,86 @@ type cutSpan struct {
 	err    error
 }
 
+// cutSpanOf reads r from start and cuts its chunks, as if a cut were at
+// start, up to the first cut at or past end+over, or r's end. The chunks
+// are slices of one buffer that holds the span.
 func cutSpanOf(r io.ReaderAt, start, end, over int64) *cutSpan {
 	sp := &cutSpan{}
-	c := newChunker(io.NewSectionReader(r, start, math.MaxInt64-start))
-	defer releaseChunker(c)
-	var slab []byte
-	for off := start; off < end+over; {
-		if cap(slab)-len(slab) < ChunkMax {
-			slab = make([]byte, 0, spanSlab)
-		}
-		ch, err := c.Next(slab[len(slab):len(slab):cap(slab)])
-		if err == io.EOF {
-			sp.eof = true
-			break
-		}
-		if err != nil {
-			sp.err = fmt.Errorf("cut chunks: %w", err)
-			break
-		}
-		// The chunker appended the chunk to the slab, where it stays,
-		// capped at its own length, until stored.
-		n := len(ch.Data)
-		slab = slab[:len(slab)+n]
-		sp.offs, sp.chunks = append(sp.offs, off), append(sp.chunks, ch.Data[:n:n])
-		off += int64(n)
+	stop := end + over - start // where the span's last chunk starts, at the latest
+	// A chunk that starts before stop ends before stop+ChunkMax.
+	buf := make([]byte, stop+ChunkMax)
+	n, err := r.ReadAt(buf, start)
+	if err != nil && err != io.EOF {
+		sp.err = fmt.Errorf("cut chunks: %w", err)
+		return sp
 	}
+	data := buf[:n]
+	prev := 0
+	for _, e := range cutRegion(data, int(stop)) {
+		sp.offs, sp.chunks = append(sp.offs, start+int64(prev)), append(sp.chunks, data[prev:e:e])
+		prev = e
+	}
+	sp.eof = n < len(buf) && prev == n
 	return sp
 }
 
-// spanSlab is how much memory cutSpanOf allocates at a time for the
-// chunks it cuts: the chunker appends each straight into it, where a
-// chunk of its own would cost an allocation and one more copy (~15 ms
-// of a 32 MiB file's capture CPU).
-const spanSlab = 1 << 20
+// Within a span, cutRegion cuts lanes of at least laneMin bytes, each
+// going on laneOver past the next one's start to meet its cuts.
+const (
+	laneMin  = 4 * ChunkMax
+	laneOver = 2 * ChunkMax
+)
+
+// cutRegion returns the ends of data's chunks, cut from data[0] as if a
+// cut were there, for as long as one starts before stop: the chunks
+// cutChunks finds. It cuts four lanes at once and stitches them as
+// cutParallel stitches segments: a lane's chunks are taken from the
+// first cut of the lane before it that is also one of its own. Where
+// the lane before ends without meeting it, the chunks are cut one at a
+// time from the last true cut until they do.
+func cutRegion(data []byte, stop int) []int {
+	t := rabin()
+	stop = min(stop, len(data))
+	if stop < lanes*laneMin {
+		l := lane{from: 0, to: stop}
+		l.cut(t, data)
+		return l.ends
+	}
+	var ls [lanes]lane
+	q := stop / lanes
+	for k := range ls {
+		ls[k] = lane{from: k * q, to: (k+1)*q + laneOver}
+	}
+	ls[lanes-1].to = stop
+	cutLanes(data, &ls)
+	ends := make([]int, 0, len(ls[0].ends)+len(ls[1].ends)+len(ls[2].ends)+len(ls[3].ends))
+	k, i := 0, 0 // ls[k].ends[i] is the next true end, if i is in range
+	for pos := 0; pos < stop; {
+		if i < len(ls[k].ends) {
+			pos = ls[k].ends[i]
+			i++
+		} else {
+			n, _ := t.next(data[pos:])
+			pos += n
+		}
+		ends = append(ends, pos)
+		// Move on to the next lane where it meets this one, or where it
+		// no longer can.
+		for k+1 < lanes && pos >= ls[k+1].from {
+			next := &ls[k+1]
+			if pos == next.from {
+				k, i = k+1, 0
+			} else if j, ok := slices.BinarySearch(next.ends, pos); ok {
+				k, i = k+1, j+1
+			} else if len(next.ends) == 0 || pos > next.ends[len(next.ends)-1] {
+				k, i = k+1, len(next.ends)
+				continue
+			}
+			break
+		}
+	}
+	return ends
+}
 
 // startsAt reports whether one of the span's chunks starts at off, and
 // which.
