@@ -63,7 +63,7 @@ type cutSpan struct {
 // are slices of one buffer that holds the span.
 func cutSpanOf(r io.ReaderAt, start, end, over int64) *cutSpan {
 	sp := &cutSpan{}
-	stop := end + over - start // where the span's last chunk starts, at the latest
+	stop := end + over - start // every chunk of the span starts before stop
 	// A chunk that starts before stop ends before stop+ChunkMax.
 	buf := make([]byte, stop+ChunkMax)
 	n, err := r.ReadAt(buf, start)
@@ -175,6 +175,13 @@ func (s *spans) get(j int) *cutSpan {
 	return s.got[j]
 }
 
+// done lets segment j's span go: its chunks belong to whoever they were
+// fed to, and the span's buffer is freed once they are done with them.
+// Kept, every span of a file stayed in memory until its capture ended.
+func (s *spans) done(j int) {
+	s.got[j], s.cut[j] = nil, nil
+}
+
 // cutParallel feeds every chunk of r to fn, in order, exactly as
 // cutChunks would, cutting segments of seg bytes on workers goroutines,
 // and returns how many bytes it fed. fn owns the slices it is given.
@@ -206,5 +213,6 @@ func cutParallel(r io.ReaderAt, seg, over int64, workers int, fn func([]byte) er
 		if sp.eof && !met {
 			return pos, nil
 		}
+		s.done(j)
 	}
 }

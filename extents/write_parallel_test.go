@@ -3,9 +3,13 @@ package extents
 import (
 	"bytes"
 	"errors"
+	"io"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
+
+	"github.com/layerfs/layerfs/object"
 )
 
 // parallelCuts returns the chunk lengths cutParallel gives, checking that
@@ -141,4 +145,66 @@ func TestWriteAtFails(t *testing.T) {
 	if _, err := WriteAt(s, bytes.NewReader(randBytes(9, 3*segmentSize)), 3*segmentSize); err == nil {
 		t.Fatal("WriteAt into a failing Store succeeded")
 	}
+}
+
+// heapStore names chunks and keeps nothing, and records the most heap in
+// use at any of its calls, after a collection.
+type heapStore struct {
+	hashStore
+	calls int
+	peak  uint64
+}
+
+func (h *heapStore) PutChunk(data []byte, base object.ID) (object.ID, error) {
+	if h.calls++; h.calls%512 == 0 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		h.peak = max(h.peak, m.HeapInuse)
+	}
+	return h.hashStore.PutChunk(data, base)
+}
+
+// TestWriteAtLetsGo checks that WriteAt holds a few segments of a big
+// file at a time, not all it has cut: a file of many segments is stored
+// with the heap far below its size (2 cores: ~22 MiB for 128 MiB; it had
+// held all 128).
+func TestWriteAtLetsGo(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("writes 128 MiB")
+	}
+	size := 128 << 20
+	r := &zeroFreeReader{size: int64(size)}
+	s := &heapStore{}
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	if _, err := WriteAt(s, r, int64(size)); err != nil {
+		t.Fatal(err)
+	}
+	grew := int64(s.peak) - int64(m.HeapInuse)
+	t.Logf("heap grew by at most %.1f MiB", float64(grew)/(1<<20))
+	// The segments cut ahead, one per core, and those being stored.
+	if bound := int64(runtime.GOMAXPROCS(0)+6) * (segmentSize + 1<<20); grew > bound {
+		t.Fatalf("heap grew by %d MiB while storing a %d MiB file", grew>>20, size>>20)
+	}
+}
+
+// zeroFreeReader is size bytes of pseudo-random content, made as read:
+// the test holds none of it.
+type zeroFreeReader struct{ size int64 }
+
+func (z *zeroFreeReader) ReadAt(p []byte, off int64) (int, error) {
+	if off >= z.size {
+		return 0, io.EOF
+	}
+	n := min(int64(len(p)), z.size-off)
+	for i := range p[:n] {
+		x := uint64(off+int64(i)) * 0x9e3779b97f4a7c15
+		p[i] = byte(x>>56 ^ x>>29)
+	}
+	if n < int64(len(p)) {
+		return int(n), io.EOF
+	}
+	return int(n), nil
 }
