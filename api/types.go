@@ -97,11 +97,28 @@ type CommitResult struct {
 	Markers   []string       `json:"markers,omitempty"`
 	// Merged lists paths both sides changed that merged line by line; LWW
 	// the .lww decisions.
-	Merged    []string      `json:"merged,omitempty"`
-	LWW       []LWWDecision `json:"lww,omitempty"`
+	Merged []string      `json:"merged,omitempty"`
+	LWW    []LWWDecision `json:"lww,omitempty"`
+	// Dropped lists what the Workspace held that the commit neither
+	// stored nor kept: once committed (or up to date) the Workspace
+	// starts afresh on the head, without them.
+	Dropped   []DroppedPath `json:"dropped,omitempty"`
 	Receipt   Receipt       `json:"receipt"`
 	Workspace Workspace     `json:"workspace"`
 }
+
+// DroppedPath is a path a commit left out and the Workspace then lost,
+// and why.
+type DroppedPath struct {
+	Path string `json:"path"`
+	Why  string `json:"why"` // DroppedIgnored or DroppedSpecial
+}
+
+// Why a commit dropped a path.
+const (
+	DroppedIgnored = "ignored" // /.layerfsignore matches it (a whole directory, if it matched one)
+	DroppedSpecial = "special" // a FIFO, socket or device, which a Store does not hold
+)
 
 // PathConflict is one conflicting path and why.
 type PathConflict struct {

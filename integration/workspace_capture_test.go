@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -233,5 +234,43 @@ func TestWorkspaceCaptureSequence(t *testing.T) {
 		if t.Failed() {
 			t.FailNow()
 		}
+	}
+}
+
+// TestWorkspaceCommitListsDropped: what a commit leaves out of the Store —
+// paths /.layerfsignore matches, and a FIFO — goes with the old upperdir
+// when the Workspace starts afresh on the head, so the result names each
+// and why; a commit where nothing else changed says so too. A conflict
+// keeps the upperdir, and drops nothing.
+func TestWorkspaceCommitListsDropped(t *testing.T) {
+	d := startDaemon(t, map[string]string{".layerfsignore": "scratch/\n*.o\n", "a.txt": "a\n"}, sessions.Config{})
+	w := d.create(t, "main")
+	d.sh(t, w.ID, "mkdir scratch && echo kept > scratch/x && echo b > a.txt && echo obj > main.o && mkfifo pipe")
+	res := d.commit(t, w.ID, api.StatusCommitted)
+	want := []api.DroppedPath{{Path: "main.o", Why: api.DroppedIgnored}, {Path: "pipe", Why: api.DroppedSpecial}, {Path: "scratch", Why: api.DroppedIgnored}}
+	if !slices.Equal(res.Dropped, want) {
+		t.Fatalf("dropped %v, want %v", res.Dropped, want)
+	}
+	if got := d.read(t, "main", "a.txt"); got != "b\n" {
+		t.Fatalf("a.txt on main: %q", got)
+	}
+	if out := d.sh(t, w.ID, "ls"); out != "a.txt\n" {
+		t.Fatalf("the Workspace after the commit holds %q, want only a.txt", out)
+	}
+	// Only ignored output: up to date, and it is dropped all the same.
+	d.sh(t, w.ID, "echo obj > util.o")
+	if res := d.commit(t, w.ID, api.StatusUpToDate); !slices.Equal(res.Dropped, []api.DroppedPath{{Path: "util.o", Why: api.DroppedIgnored}}) {
+		t.Fatalf("up to date: dropped %v", res.Dropped)
+	}
+	// A conflict: the Workspace keeps its upperdir, ignored files and all.
+	other := d.create(t, "main")
+	d.sh(t, other.ID, "printf 'other\\n' > a.txt")
+	d.sh(t, w.ID, "printf 'mine\\n' > a.txt && echo obj > x.o")
+	d.commit(t, other.ID, api.StatusCommitted)
+	if res := d.commit(t, w.ID, api.StatusConflict); len(res.Dropped) != 0 {
+		t.Fatalf("conflict: dropped %v", res.Dropped)
+	}
+	if out := d.sh(t, w.ID, "cat x.o"); out != "obj\n" {
+		t.Fatalf("x.o after the conflict: %q", out)
 	}
 }

@@ -2,6 +2,8 @@ package sessions
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/layerfs/layerfs/api"
@@ -126,6 +128,9 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	res.FinishAudit() // if follow stopped before it ran
 	out := resultOf(res, c)
 	out.Markers = markers
+	if err == nil && res.Status != publish.Conflict {
+		out.Dropped = dropped(c) // the old upperdir went, and they with it
+	}
 	out.Receipt.RemountMS = ms(time.Since(remount))
 	out.Receipt.TotalMS = ms(time.Since(start))
 	return out, err
@@ -171,6 +176,20 @@ func resultOf(res *publish.Result, c *publish.Capture) api.CommitResult {
 	for _, d := range res.LWW {
 		out.LWW = append(out.LWW, api.LWWDecision(d))
 	}
+	return out
+}
+
+// dropped lists what capture left out of an upperdir: paths the ignore
+// rules matched, and files a Store cannot hold.
+func dropped(c *publish.Capture) []api.DroppedPath {
+	var out []api.DroppedPath
+	for _, p := range c.Ignored {
+		out = append(out, api.DroppedPath{Path: p, Why: api.DroppedIgnored})
+	}
+	for _, p := range c.Skipped {
+		out = append(out, api.DroppedPath{Path: p, Why: api.DroppedSpecial})
+	}
+	slices.SortFunc(out, func(a, b api.DroppedPath) int { return strings.Compare(a.Path, b.Path) })
 	return out
 }
 

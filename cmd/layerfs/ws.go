@@ -43,7 +43,10 @@ func init() {
   commit ID [--message M] [--force] capture and publish; prints the receipt. A
                                    conflict exits 4, names the paths, and leaves
                                    marker blocks in files whose edits overlap;
-                                   --force commits files that still hold markers
+                                   --force commits files that still hold markers.
+                                   The Workspace then starts afresh on the head:
+                                   paths /.layerfsignore matches and FIFOs,
+                                   sockets and devices are not kept (listed)
   discard ID                       drop uncommitted changes
   end ID [--discard]               unmount and remove it; refused while it holds
                                    uncommitted changes unless --discard`,
@@ -207,6 +210,13 @@ func wsCommit(c *cli, cl *layerfs.Client, id string) error {
 		}
 		for _, d := range res.LWW {
 			fmt.Fprintf(c.out, "lww: %s taken from %s\n", d.Path, d.Winner)
+		}
+		if len(res.Dropped) > 0 {
+			parts := make([]string, len(res.Dropped))
+			for i, d := range res.Dropped {
+				parts[i] = fmt.Sprintf("%s (%s)", d.Path, d.Why)
+			}
+			fmt.Fprintf(c.out, "not committed, and gone from the Workspace: %s\n", strings.Join(parts, " "))
 		}
 		fmt.Fprintf(c.out, "%d paths, %d bytes hashed, %d objects new, %d reused, %d bytes stored; %.1f ms (capture %.1f, lock %.1f, remount %.1f)\n",
 			r.PathsCaptured, r.BytesHashed, r.ObjectsNew, r.ObjectsReused, r.BytesStored, r.TotalMS, r.CaptureMS, r.LockMS, r.RemountMS)
