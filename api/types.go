@@ -99,25 +99,26 @@ type CommitResult struct {
 	// the .lww decisions.
 	Merged []string      `json:"merged,omitempty"`
 	LWW    []LWWDecision `json:"lww,omitempty"`
-	// Dropped lists what the Workspace held that the commit neither
-	// stored nor kept: once committed (or up to date) the Workspace
-	// starts afresh on the head, without them.
-	Dropped   []DroppedPath `json:"dropped,omitempty"`
-	Receipt   Receipt       `json:"receipt"`
-	Workspace Workspace     `json:"workspace"`
+	// Kept lists what the commit left out of the Store and the Workspace
+	// still holds: following the head, it carries them into its new
+	// upperdir. Dropped lists those it could not carry, because their
+	// directory is no longer one on the head.
+	Kept      []UncommittedPath `json:"kept,omitempty"`
+	Dropped   []UncommittedPath `json:"dropped,omitempty"`
+	Receipt   Receipt           `json:"receipt"`
+	Workspace Workspace         `json:"workspace"`
 }
 
-// DroppedPath is a path a commit left out and the Workspace then lost,
-// and why.
-type DroppedPath struct {
+// UncommittedPath is a path a commit left out of the Store, and why.
+type UncommittedPath struct {
 	Path string `json:"path"`
-	Why  string `json:"why"` // DroppedIgnored or DroppedSpecial
+	Why  string `json:"why"` // UncommittedIgnored or UncommittedSpecial
 }
 
-// Why a commit dropped a path.
+// Why a commit left a path out.
 const (
-	DroppedIgnored = "ignored" // /.layerfsignore matches it (a whole directory, if it matched one)
-	DroppedSpecial = "special" // a FIFO, socket or device, which a Store does not hold
+	UncommittedIgnored = "ignored" // /.layerfsignore matches it (a whole directory, if it matched one)
+	UncommittedSpecial = "special" // a FIFO, socket or device, which a Store does not hold
 )
 
 // PathConflict is one conflicting path and why.

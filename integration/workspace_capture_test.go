@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -237,40 +238,103 @@ func TestWorkspaceCaptureSequence(t *testing.T) {
 	}
 }
 
-// TestWorkspaceCommitListsDropped: what a commit leaves out of the Store —
-// paths /.layerfsignore matches, and a FIFO — goes with the old upperdir
-// when the Workspace starts afresh on the head, so the result names each
-// and why; a commit where nothing else changed says so too. A conflict
-// keeps the upperdir, and drops nothing.
-func TestWorkspaceCommitListsDropped(t *testing.T) {
-	d := startDaemon(t, map[string]string{".layerfsignore": "scratch/\n*.o\n", "a.txt": "a\n"}, sessions.Config{})
+// TestWorkspaceCommitKeepsUncommitted: what a commit leaves out of the
+// Store — paths /.layerfsignore matches, a FIFO — stays in the Workspace
+// as it follows the head, and the result lists it under kept:
+//   - new files and directories;
+//   - an ignored lower file chmodded (a metacopy, its data from the old
+//     lower layer), which keeps its content though the head's differs;
+//   - a lower directory renamed to an ignored name (a redirect from a path
+//     the Commit removes), then made anew: the renamed one must not show
+//     the new one's files.
+//
+// Nothing of it is pending afterwards. An ignored file whose directory
+// another Workspace removed cannot stay, and is listed under dropped. A
+// conflict keeps it all.
+func TestWorkspaceCommitKeepsUncommitted(t *testing.T) {
+	d := startDaemon(t, map[string]string{
+		".layerfsignore": "scratch/\n*.o\nbuild/\n", "a.txt": "a\n", "old.o": "old object\n",
+		"lib/a.go": "package lib\n", "lib/sub/b.go": "package sub\n", "sub/keep.txt": "k\n",
+	}, sessions.Config{})
 	w := d.create(t, "main")
-	d.sh(t, w.ID, "mkdir scratch && echo kept > scratch/x && echo b > a.txt && echo obj > main.o && mkfifo pipe")
-	res := d.commit(t, w.ID, api.StatusCommitted)
-	want := []api.DroppedPath{{Path: "main.o", Why: api.DroppedIgnored}, {Path: "pipe", Why: api.DroppedSpecial}, {Path: "scratch", Why: api.DroppedIgnored}}
-	if !slices.Equal(res.Dropped, want) {
-		t.Fatalf("dropped %v, want %v", res.Dropped, want)
+	d.sh(t, w.ID, "mkdir scratch && echo kept > scratch/x && echo b > a.txt && echo obj > main.o && mkfifo pipe && "+
+		"mkdir -p new/deep && echo n > new/n.txt && echo y > new/deep/y.o && chmod 600 old.o && mv lib build && mkdir lib && echo new > lib/n.go")
+	check := func(step string, res api.CommitResult) {
+		t.Helper()
+		want := []api.UncommittedPath{{Path: "build", Why: api.UncommittedIgnored}, {Path: "main.o", Why: api.UncommittedIgnored},
+			{Path: "new/deep/y.o", Why: api.UncommittedIgnored}, {Path: "old.o", Why: api.UncommittedIgnored},
+			{Path: "pipe", Why: api.UncommittedSpecial}, {Path: "scratch", Why: api.UncommittedIgnored}}
+		if !slices.Equal(res.Kept, want) || len(res.Dropped) != 0 {
+			t.Fatalf("%s: kept %v, dropped %v; want kept %v", step, res.Kept, res.Dropped, want)
+		}
+		if out := d.sh(t, w.ID, "cat scratch/x build/a.go build/sub/b.go new/deep/y.o main.o old.o lib/n.go && stat -c %a old.o && test -p pipe && ls build build/sub | tr '\\n' ' '"); out != "kept\npackage lib\npackage sub\ny\nobj\nold object\nnew\n600\nbuild: a.go sub  build/sub: b.go " {
+			t.Fatalf("%s: the Workspace reads %q", step, out)
+		}
+		if ws, err := d.Inspect(w.ID); err != nil || len(ws.Pending) != 0 {
+			t.Fatalf("%s: pending %v, %v", step, ws.Pending, err)
+		}
 	}
+	// A file call rewrites old.o on the branch: the Workspace's chmodded
+	// copy must keep its own content, not take the head's.
+	f, err := d.st.FS("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write("old.o", []byte("head's object\n")); err != nil {
+		t.Fatal(err)
+	}
+	check("commit", d.commit(t, w.ID, api.StatusCommitted))
 	if got := d.read(t, "main", "a.txt"); got != "b\n" {
 		t.Fatalf("a.txt on main: %q", got)
 	}
-	if out := d.sh(t, w.ID, "ls"); out != "a.txt\n" {
-		t.Fatalf("the Workspace after the commit holds %q, want only a.txt", out)
+	if got := d.read(t, "main", "old.o"); got != "head's object\n" {
+		t.Fatalf("old.o on main: %q", got)
 	}
-	// Only ignored output: up to date, and it is dropped all the same.
-	d.sh(t, w.ID, "echo obj > util.o")
-	if res := d.commit(t, w.ID, api.StatusUpToDate); !slices.Equal(res.Dropped, []api.DroppedPath{{Path: "util.o", Why: api.DroppedIgnored}}) {
-		t.Fatalf("up to date: dropped %v", res.Dropped)
+	head := exportRef(t, d.st, "main")
+	for _, p := range []string{"lib/a.go", "build", "scratch", "main.o", "pipe", "new/deep/y.o"} {
+		if _, err := os.Lstat(filepath.Join(head, p)); err == nil {
+			t.Errorf("main holds %s", p)
+		}
 	}
-	// A conflict: the Workspace keeps its upperdir, ignored files and all.
+	// But for what it kept, the Workspace shows the head: the directories
+	// made to hold kept entries are the head's, times and all.
+	want, got := findTree(t, head), findTree(t, w.HostPath)
+	delete(want, "old.o") // the Workspace's own
+	for p := range got {
+		if p == "old.o" || p == "main.o" || p == "pipe" || p == "new/deep/y.o" || strings.HasPrefix(p, "build") || strings.HasPrefix(p, "scratch") {
+			delete(got, p)
+		}
+	}
+	if diff := diffTrees(want, got, nil); diff != "" {
+		t.Errorf("the Workspace differs from the head:\n%s", diff)
+	}
+	check("up to date", d.commit(t, w.ID, api.StatusUpToDate))
+
+	// An ignored file in a directory (unchanged itself) that another
+	// Workspace removes meanwhile: nowhere to keep it.
+	d.sh(t, w.ID, `m=$(stat -c %y sub) && echo z > sub/z.o && touch -m -d "$m" sub`)
 	other := d.create(t, "main")
+	d.sh(t, other.ID, "rm -r sub")
+	d.commit(t, other.ID, api.StatusCommitted)
+	d.sh(t, w.ID, "echo c > a.txt")
+	res := d.commit(t, w.ID, api.StatusCommitted)
+	if want := []api.UncommittedPath{{Path: "sub/z.o", Why: api.UncommittedIgnored}}; !slices.Equal(res.Dropped, want) {
+		t.Fatalf("dropped %v, want %v", res.Dropped, want)
+	}
+	if out := d.sh(t, w.ID, "test ! -e sub && cat scratch/x"); out != "kept\n" {
+		t.Fatalf("after the drop: %q", out)
+	}
+
+	// A conflict: the Workspace keeps its upperdir, ignored files and all.
+	other = d.create(t, "main")
 	d.sh(t, other.ID, "printf 'other\\n' > a.txt")
 	d.sh(t, w.ID, "printf 'mine\\n' > a.txt && echo obj > x.o")
 	d.commit(t, other.ID, api.StatusCommitted)
-	if res := d.commit(t, w.ID, api.StatusConflict); len(res.Dropped) != 0 {
-		t.Fatalf("conflict: dropped %v", res.Dropped)
+	res = d.commit(t, w.ID, api.StatusConflict)
+	if !slices.ContainsFunc(res.Kept, func(u api.UncommittedPath) bool { return u.Path == "x.o" }) || len(res.Dropped) != 0 {
+		t.Fatalf("conflict: kept %v, dropped %v", res.Kept, res.Dropped)
 	}
-	if out := d.sh(t, w.ID, "cat x.o"); out != "obj\n" {
-		t.Fatalf("x.o after the conflict: %q", out)
+	if out := d.sh(t, w.ID, "cat x.o scratch/x"); out != "obj\nkept\n" {
+		t.Fatalf("after the conflict: %q", out)
 	}
 }

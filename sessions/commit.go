@@ -2,8 +2,6 @@ package sessions
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/layerfs/layerfs/api"
@@ -98,6 +96,7 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	landed = res.Status == publish.Committed // its data files are made below, after the switch
 	remount := time.Now()
 	var markers []string
+	var cr *carry
 	switch res.Status {
 	case publish.Committed:
 		// Before the switch: a Workspace made on the new head meanwhile
@@ -105,7 +104,8 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 		w.d.hot.add(res.Commit, c.Changes)
 		w.rec.Commits++
 		old := w.rec.lease()
-		err = w.follow(res.Commit, res.FinishAudit, true, next)
+		cr = w.prepareCarry(c, res.Commit)
+		err = w.follow(res.Commit, res.FinishAudit, true, next, cr)
 		next = nil
 		if w.d.data != nil {
 			// After the switch to the new head: the data files made after
@@ -118,7 +118,8 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 			w.d.warm(old, res.Commit, c.Changes)
 		}
 	case publish.UpToDate:
-		err = w.follow(res.Head, nil, false, next)
+		cr = w.prepareCarry(c, res.Head)
+		err = w.follow(res.Head, nil, false, next, cr)
 		next = nil
 	case publish.Conflict:
 		next.discard(w) // the rebase makes the next generation itself
@@ -128,8 +129,10 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	res.FinishAudit() // if follow stopped before it ran
 	out := resultOf(res, c)
 	out.Markers = markers
-	if err == nil && res.Status != publish.Conflict {
-		out.Dropped = dropped(c) // the old upperdir went, and they with it
+	if cr != nil {
+		out.Kept, out.Dropped = cr.kept, cr.dropped
+	} else if res.Status == publish.Conflict {
+		out.Kept = uncommitted(c) // the upperdir stays
 	}
 	out.Receipt.RemountMS = ms(time.Since(remount))
 	out.Receipt.TotalMS = ms(time.Since(start))
@@ -176,20 +179,6 @@ func resultOf(res *publish.Result, c *publish.Capture) api.CommitResult {
 	for _, d := range res.LWW {
 		out.LWW = append(out.LWW, api.LWWDecision(d))
 	}
-	return out
-}
-
-// dropped lists what capture left out of an upperdir: paths the ignore
-// rules matched, and files a Store cannot hold.
-func dropped(c *publish.Capture) []api.DroppedPath {
-	var out []api.DroppedPath
-	for _, p := range c.Ignored {
-		out = append(out, api.DroppedPath{Path: p, Why: api.DroppedIgnored})
-	}
-	for _, p := range c.Skipped {
-		out = append(out, api.DroppedPath{Path: p, Why: api.DroppedSpecial})
-	}
-	slices.SortFunc(out, func(a, b api.DroppedPath) int { return strings.Compare(a.Path, b.Path) })
 	return out
 }
 

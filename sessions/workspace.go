@@ -301,8 +301,14 @@ func (w *workspace) captured(ignore *publish.Rules) publish.Upper {
 // the new directories, unless leased says the Store's Lease is on commit
 // already (it landed with it); alongside, if not nil, runs on another
 // goroutine while the overlay is switched (a Commit's audit, another
-// Store write, beside mount calls). Callers hold w.mu.
-func (w *workspace) follow(commit object.ID, alongside func(), leased bool, next *nextView) error {
+// Store write, beside mount calls). What the old upperdir holds that the
+// commit left out and the Workspace keeps moves to the new one (carry),
+// before the overlay over it is mounted. Callers hold w.mu.
+func (w *workspace) follow(commit object.ID, alongside func(), leased bool, next *nextView, cr *carry) error {
+	if next != nil && cr != nil {
+		next.discard(w) // mounted over an empty upperdir: entries cannot move in under it
+		next = nil
+	}
 	if next != nil && next.gen != w.rec.Gen+1 {
 		next.unmount() // made for another generation: not this one's
 		next = nil
@@ -341,6 +347,14 @@ func (w *workspace) follow(commit object.ID, alongside func(), leased bool, next
 		return err
 	}
 	w.rec.Lease = commit.String()
+	if cr != nil {
+		// A crash from here to the record's save leaves the carried
+		// entries in the new upperdir, which the restart sets aside and
+		// logs (freshDirs).
+		cr.move(oldUpper, w.upper(), func(format string, args ...any) {
+			w.d.log.Printf("workspace %s: "+format, append([]any{w.rec.ID}, args...)...)
+		})
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -44,9 +44,10 @@ func init() {
                                    conflict exits 4, names the paths, and leaves
                                    marker blocks in files whose edits overlap;
                                    --force commits files that still hold markers.
-                                   The Workspace then starts afresh on the head:
-                                   paths /.layerfsignore matches and FIFOs,
-                                   sockets and devices are not kept (listed)
+                                   The Workspace then follows the head, keeping
+                                   what was not committed: paths /.layerfsignore
+                                   matches, FIFOs, sockets and devices (unless
+                                   their directory left the head: listed)
   discard ID                       drop uncommitted changes
   end ID [--discard]               unmount and remove it; refused while it holds
                                    uncommitted changes unless --discard`,
@@ -211,12 +212,22 @@ func wsCommit(c *cli, cl *layerfs.Client, id string) error {
 		for _, d := range res.LWW {
 			fmt.Fprintf(c.out, "lww: %s taken from %s\n", d.Path, d.Winner)
 		}
+		// Ignored paths are meant to stay out; the rest is worth a line.
+		var special []string
+		for _, k := range res.Kept {
+			if k.Why == api.UncommittedSpecial {
+				special = append(special, k.Path)
+			}
+		}
+		if len(special) > 0 {
+			fmt.Fprintf(c.out, "not committed (a Store holds no FIFO, socket or device), kept in the Workspace: %s\n", strings.Join(special, " "))
+		}
 		if len(res.Dropped) > 0 {
 			parts := make([]string, len(res.Dropped))
 			for i, d := range res.Dropped {
 				parts[i] = fmt.Sprintf("%s (%s)", d.Path, d.Why)
 			}
-			fmt.Fprintf(c.out, "not committed, and gone from the Workspace: %s\n", strings.Join(parts, " "))
+			fmt.Fprintf(c.out, "not committed, and gone from the Workspace (its directory is not one on the head): %s\n", strings.Join(parts, " "))
 		}
 		fmt.Fprintf(c.out, "%d paths, %d bytes hashed, %d objects new, %d reused, %d bytes stored; %.1f ms (capture %.1f, lock %.1f, remount %.1f)\n",
 			r.PathsCaptured, r.BytesHashed, r.ObjectsNew, r.ObjectsReused, r.BytesStored, r.TotalMS, r.CaptureMS, r.LockMS, r.RemountMS)

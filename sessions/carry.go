@@ -1,0 +1,296 @@
+package sessions
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/object"
+	"github.com/layerfs/layerfs/publish"
+	"github.com/layerfs/layerfs/store"
+)
+
+// The overlay xattrs a carry rewrites (see publish/capture.go).
+const (
+	xattrOpaque   = "trusted.overlay.opaque"
+	xattrRedirect = "trusted.overlay.redirect"
+	xattrMetacopy = "trusted.overlay.metacopy"
+)
+
+// carry is what a commit leaves out of the Store — paths the ignore rules
+// match, FIFOs, sockets and devices — and the Workspace keeps when it
+// follows the new head: their entries move from the old upperdir to the
+// new one (rename: no byte is copied), under plain directories of the
+// same metadata. A command still running keeps writing to what it has
+// open there, and a socket it listens on stays its.
+//
+// An entry in the new upperdir sits on the new Commit where the old one
+// sat on the old: capture left those paths alone, so the new lower layer
+// holds what the old one did at each, with two exceptions the carry
+// settles through the old view before it goes (prepareCarry):
+//   - a metacopy file (a chmod, a rename) takes its data from the lower
+//     layer: its data is copied up;
+//   - a directory renamed (an overlayfs redirect) takes its lower entries
+//     from the path it was renamed from, which the Commit may have
+//     removed: the whole directory is copied up, and in the new upperdir
+//     it and every directory below it become opaque, without redirects.
+//
+// An entry whose directory the head holds as something other than a
+// directory, or not at all (another Workspace removed it), cannot sit
+// there: it is dropped with the old upperdir, and reported.
+type carry struct {
+	kept    []api.UncommittedPath
+	dropped []api.UncommittedPath
+	opaque  []string // directories fully copied up, to make opaque
+}
+
+// uncommitted lists what capture left out of an upperdir, sorted.
+func uncommitted(c *publish.Capture) []api.UncommittedPath {
+	var out []api.UncommittedPath
+	for _, p := range c.Ignored {
+		out = append(out, api.UncommittedPath{Path: p, Why: api.UncommittedIgnored})
+	}
+	for _, p := range c.Skipped {
+		out = append(out, api.UncommittedPath{Path: p, Why: api.UncommittedSpecial})
+	}
+	slices.SortFunc(out, func(a, b api.UncommittedPath) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+// prepareCarry decides what of c's uncommitted paths the Workspace keeps
+// on Commit head, and copies up through its view, still the old one,
+// what the move needs. It returns nil if there is nothing to carry.
+// Callers hold w.mu.
+func (w *workspace) prepareCarry(c *publish.Capture, head object.ID) *carry {
+	all := uncommitted(c)
+	if len(all) == 0 {
+		return nil
+	}
+	cr := &carry{}
+	tree, err := w.headTree(head)
+	for _, u := range all {
+		if err == nil {
+			err = w.placeable(tree, u.Path)
+		}
+		if err == nil {
+			err = w.copyUpUnder(u.Path, cr)
+		}
+		if err != nil {
+			w.d.log.Printf("workspace %s: not keeping %s across the commit: %v", w.rec.ID, u.Path, err)
+			cr.dropped = append(cr.dropped, u)
+		} else {
+			cr.kept = append(cr.kept, u)
+		}
+		if tree != object.Zero {
+			err = nil // this path's trouble; the next may be kept
+		}
+	}
+	return cr
+}
+
+// errNoDir: an entry's directory is not one on the head.
+var errNoDir = errors.New("its directory is not one on the head")
+
+func (w *workspace) headTree(head object.ID) (object.ID, error) {
+	c, err := w.d.s.Commit(head)
+	if err != nil {
+		return object.Zero, err
+	}
+	return c.Tree, nil
+}
+
+// placeable checks that path's directory is a directory in tree.
+func (w *workspace) placeable(tree object.ID, path string) error {
+	i := strings.LastIndexByte(path, '/')
+	if i < 0 {
+		return nil // the root's
+	}
+	dir := path[:i]
+	e, err := w.d.s.Lookup(tree, dir)
+	if errors.Is(err, store.ErrNotFound) || err == nil && e.Type != store.TypeDir {
+		return fmt.Errorf("%s: %w", dir, errNoDir)
+	}
+	return err
+}
+
+// copyUpUnder copies up through the view what the upper entry at path
+// takes from the lower layer: the data of its metacopy files, and all of
+// every renamed directory, whose directories it adds to cr.opaque.
+func (w *workspace) copyUpUnder(path string, cr *carry) error {
+	upper := w.upper()
+	root := filepath.Join(upper, filepath.FromSlash(path))
+	var metacopy, renamed []string
+	err := filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return goneOK(err)
+		}
+		rel, _ := filepath.Rel(upper, abs)
+		switch {
+		case d.IsDir():
+			has, err := hasXattr(abs, xattrRedirect)
+			if has {
+				renamed = append(renamed, rel)
+				return filepath.SkipDir // all of it is copied up below
+			}
+			return err
+		case d.Type().IsRegular():
+			has, err := hasXattr(abs, xattrMetacopy)
+			if has {
+				metacopy = append(metacopy, rel)
+			}
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	view := w.hostPath()
+	for _, rel := range metacopy {
+		if err := copyUpFile(filepath.Join(view, rel)); err != nil {
+			return err
+		}
+	}
+	for _, rel := range renamed {
+		if err := copyUpTree(filepath.Join(view, rel)); err != nil {
+			return err
+		}
+		err := filepath.WalkDir(filepath.Join(upper, rel), func(abs string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				r, _ := filepath.Rel(upper, abs)
+				cr.opaque = append(cr.opaque, r)
+			}
+			return goneOK(err)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyUpFile copies a file's data up through an overlay: opening it for
+// writing does, and changes nothing else (not following a symlink, not
+// waiting on a FIFO a command may have put there since).
+func copyUpFile(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return goneOK(err)
+	}
+	return f.Close()
+}
+
+// copyUpTree copies up through an overlay everything below dir, a
+// directory of the view: files by their data, the rest by a chown that
+// changes no owner (which copies an entry up, and only touches its ctime).
+func copyUpTree(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return goneOK(err)
+		}
+		if d.Type().IsRegular() {
+			return copyUpFile(p)
+		}
+		return goneOK(unix.Lchown(p, -1, -1))
+	})
+}
+
+// goneOK ignores an entry removed meanwhile (a command may still be
+// running): what is gone needs no copy-up.
+func goneOK(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+func hasXattr(path, name string) (bool, error) {
+	_, err := unix.Lgetxattr(path, name, nil)
+	if errors.Is(err, unix.ENODATA) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s of %s: %w", name, path, err)
+	}
+	return true, nil
+}
+
+// move moves the kept entries from oldUpper to newUpper, neither of them
+// mounted by an overlay that will be used again. An entry that fails to
+// move is dropped, and logged.
+func (cr *carry) move(oldUpper, newUpper string, log func(string, ...any)) {
+	made := map[string]bool{} // directories made in newUpper
+	var dirs []madeDir
+	kept := cr.kept[:0]
+	for _, u := range cr.kept {
+		err := cr.moveOne(oldUpper, newUpper, u.Path, made, &dirs)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed since the capture, by a command still running
+		}
+		if err != nil {
+			log("not keeping %s across the commit: %v", u.Path, err)
+			cr.dropped = append(cr.dropped, u)
+			continue
+		}
+		kept = append(kept, u)
+	}
+	cr.kept = kept
+	// Moving entries in (and out of the old ones) touched the directories'
+	// times: they get the old ones' from before.
+	for _, dir := range dirs {
+		unix.UtimesNanoAt(unix.AT_FDCWD, filepath.Join(newUpper, dir.path), dir.times[:], unix.AT_SYMLINK_NOFOLLOW)
+	}
+	for _, dir := range cr.opaque {
+		p := filepath.Join(newUpper, dir)
+		if err := unix.Lremovexattr(p, xattrRedirect); err != nil && !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.ENOENT) {
+			log("carry %s: %v", dir, err)
+		}
+		if err := unix.Lsetxattr(p, xattrOpaque, []byte("y"), 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			log("carry %s: %v", dir, err)
+		}
+	}
+	slices.SortFunc(cr.dropped, func(a, b api.UncommittedPath) int { return strings.Compare(a.Path, b.Path) })
+}
+
+// madeDir is a directory move made, and the times to give it.
+type madeDir struct {
+	path  string
+	times [2]unix.Timespec // atime, mtime
+}
+
+// moveOne moves one entry, making its directories in newUpper as plain
+// directories with the old ones' mode and owner.
+func (cr *carry) moveOne(oldUpper, newUpper, path string, made map[string]bool, dirs *[]madeDir) error {
+	parts := strings.Split(path, "/")
+	for i := 1; i < len(parts); i++ {
+		dir := strings.Join(parts[:i], "/")
+		if made[dir] {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(oldUpper, dir), &st); err != nil {
+			return err
+		}
+		p := filepath.Join(newUpper, dir)
+		if err := unix.Mkdir(p, 0o700); err != nil {
+			return fmt.Errorf("mkdir %s: %w", dir, err)
+		}
+		if err := unix.Lchown(p, int(st.Uid), int(st.Gid)); err != nil {
+			return err
+		}
+		if err := unix.Chmod(p, st.Mode&0o7777); err != nil {
+			return err
+		}
+		made[dir] = true
+		*dirs = append(*dirs, madeDir{dir, [2]unix.Timespec{st.Atim, st.Mtim}})
+	}
+	rel := filepath.FromSlash(path)
+	return os.Rename(filepath.Join(oldUpper, rel), filepath.Join(newUpper, rel))
+}
