@@ -9,6 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/layerfs/layerfs/internal/ovl"
 	"github.com/layerfs/layerfs/lowerfs"
 	"github.com/layerfs/layerfs/store"
 )
@@ -38,13 +39,6 @@ var (
 	_ = (fs.NodeGetxattrer)((*fileNode)(nil))
 )
 
-// Overlayfs's metacopy xattrs, which make a file of a lower layer a
-// metadata-only copy whose data is in a data-only layer further down.
-const (
-	xattrMetacopy = "trusted.overlay.metacopy"
-	xattrRedirect = "trusted.overlay.redirect"
-)
-
 // Getxattr answers overlayfs's metacopy questions for a file whose content
 // has a data file (Options.DataRedirect): the file is then a metacopy, and
 // its redirect is the data file's path in the data-only layer. An overlay
@@ -52,7 +46,7 @@ const (
 // data file, not the mount. Every other attribute is absent.
 func (n *fileNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
 	redirect := n.fsys.opts.DataRedirect
-	if redirect == nil || (attr != xattrMetacopy && attr != xattrRedirect) {
+	if redirect == nil || (attr != ovl.Metacopy && attr != ovl.Redirect) {
 		return 0, syscall.ENODATA
 	}
 	to := redirect(n.e.ID, n.e.Size)
@@ -60,7 +54,7 @@ func (n *fileNode) Getxattr(ctx context.Context, attr string, dest []byte) (uint
 		return 0, syscall.ENODATA
 	}
 	val := ""
-	if attr == xattrRedirect {
+	if attr == ovl.Redirect {
 		val = to
 	}
 	if len(dest) < len(val) {

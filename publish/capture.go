@@ -14,17 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/layerfs/layerfs/extents"
+	"github.com/layerfs/layerfs/internal/ovl"
 	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/store"
-)
-
-// Overlayfs records deletions, opaque directories and renamed directories
-// in its upperdir with these (trusted.* needs root; LayerFS mounts as root).
-const (
-	xattrOpaque   = "trusted.overlay.opaque"
-	xattrRedirect = "trusted.overlay.redirect"
-	xattrWhiteout = "trusted.overlay.whiteout"
-	xattrMetacopy = "trusted.overlay.metacopy"
 )
 
 // Capture is what a walk of an upperdir found: a Changeset against the
@@ -214,7 +206,7 @@ func (cw *capturer) entry(abs, path, lowerPath string, lower *store.Entry) error
 		}
 	case unix.S_IFREG:
 		if st.Size == 0 {
-			if w, err := hasXattr(abs, xattrWhiteout); err != nil {
+			if w, err := ovl.Has(abs, ovl.Whiteout); err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			} else if w {
 				return cw.whiteout(path, lower)
@@ -243,7 +235,7 @@ func (cw *capturer) whiteout(path string, lower *store.Entry) error {
 
 func (cw *capturer) file(abs, path, lowerPath string, e store.Entry, lower *store.Entry) error {
 	e.Type = store.TypeFile
-	if meta, err := hasXattr(abs, xattrMetacopy); err != nil {
+	if meta, err := ovl.Has(abs, ovl.Metacopy); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	} else if meta {
 		return cw.metacopy(abs, path, lowerPath, e, lower)
@@ -363,7 +355,7 @@ func (cw *capturer) fileContent(f *os.File, size int64, lowerPath string, e, low
 func (cw *capturer) metacopy(abs, path, lowerPath string, e store.Entry, lower *store.Entry) error {
 	cw.cap.Metacopy = append(cw.cap.Metacopy, path)
 	from := lowerPath
-	redirect, err := getXattr(abs, xattrRedirect)
+	redirect, err := ovl.Get(abs, ovl.Redirect)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -531,14 +523,14 @@ func (cw *capturer) symlink(abs, path string, e store.Entry, lower *store.Entry)
 
 func (cw *capturer) directory(abs, path, lowerPath string, e store.Entry, lower *store.Entry) error {
 	e.Type = store.TypeDir
-	redirect, err := getXattr(abs, xattrRedirect)
+	redirect, err := ovl.Get(abs, ovl.Redirect)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if redirect != "" {
 		return cw.redirected(abs, path, lowerPath, e, redirect)
 	}
-	opaqueX, err := getXattr(abs, xattrOpaque)
+	opaqueX, err := ovl.Get(abs, ovl.Opaque)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -585,19 +577,6 @@ func parentPath(p string) string {
 	return ""
 }
 
-// getXattr returns a file's extended attribute, "" if it has none.
-func getXattr(path, name string) (string, error) {
-	buf := make([]byte, 4096)
-	n, err := unix.Lgetxattr(path, name, buf)
-	if errors.Is(err, unix.ENODATA) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("read %s of %s: %w", name, path, err)
-	}
-	return string(buf[:n]), nil
-}
-
 // MetacopyAll lists every metacopy file in upper, the upperdir c was
 // captured from: c.Metacopy, and those under the paths the ignore rules
 // left out, which it walks now. Moving the upperdir onto a newer Commit
@@ -611,7 +590,7 @@ func (c *Capture) MetacopyAll(upper string) ([]string, error) {
 			if err != nil || !d.Type().IsRegular() {
 				return skipGone(err)
 			}
-			meta, err := hasXattr(abs, xattrMetacopy)
+			meta, err := ovl.Has(abs, ovl.Metacopy)
 			if meta {
 				rel, _ := filepath.Rel(upper, abs)
 				all = append(all, filepath.ToSlash(rel))
@@ -632,18 +611,6 @@ func skipGone(err error) error {
 		return nil
 	}
 	return err
-}
-
-// hasXattr reports whether a file has an extended attribute.
-func hasXattr(path, name string) (bool, error) {
-	_, err := unix.Lgetxattr(path, name, nil)
-	if errors.Is(err, unix.ENODATA) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read %s of %s: %w", name, path, err)
-	}
-	return true, nil
 }
 
 // hashOnly is an extents.Store that names objects without keeping them:

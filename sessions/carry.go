@@ -12,16 +12,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/internal/ovl"
 	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/publish"
 	"github.com/layerfs/layerfs/store"
-)
-
-// The overlay xattrs a carry rewrites (see publish/capture.go).
-const (
-	xattrOpaque   = "trusted.overlay.opaque"
-	xattrRedirect = "trusted.overlay.redirect"
-	xattrMetacopy = "trusted.overlay.metacopy"
 )
 
 // carry is what a commit leaves out of the Store — paths the ignore rules
@@ -134,14 +128,14 @@ func (w *workspace) copyUpUnder(path string, cr *carry) error {
 		rel, _ := filepath.Rel(upper, abs)
 		switch {
 		case d.IsDir():
-			has, err := hasXattr(abs, xattrRedirect)
+			has, err := ovl.Has(abs, ovl.Redirect)
 			if has {
 				renamed = append(renamed, rel)
 				return filepath.SkipDir // all of it is copied up below
 			}
 			return err
 		case d.Type().IsRegular():
-			has, err := hasXattr(abs, xattrMetacopy)
+			has, err := ovl.Has(abs, ovl.Metacopy)
 			if has {
 				metacopy = append(metacopy, rel)
 			}
@@ -211,17 +205,6 @@ func goneOK(err error) error {
 	return err
 }
 
-func hasXattr(path, name string) (bool, error) {
-	_, err := unix.Lgetxattr(path, name, nil)
-	if errors.Is(err, unix.ENODATA) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read %s of %s: %w", name, path, err)
-	}
-	return true, nil
-}
-
 // move moves the kept entries from oldUpper to newUpper, neither of them
 // mounted by an overlay that will be used again. An entry that fails to
 // move is dropped, and logged.
@@ -249,10 +232,10 @@ func (cr *carry) move(oldUpper, newUpper string, log func(string, ...any)) {
 	}
 	for _, dir := range cr.opaque {
 		p := filepath.Join(newUpper, dir)
-		if err := unix.Lremovexattr(p, xattrRedirect); err != nil && !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.ENOENT) {
+		if err := unix.Lremovexattr(p, ovl.Redirect); err != nil && !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.ENOENT) {
 			log("carry %s: %v", dir, err)
 		}
-		if err := unix.Lsetxattr(p, xattrOpaque, []byte("y"), 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		if err := unix.Lsetxattr(p, ovl.Opaque, []byte("y"), 0); err != nil && !errors.Is(err, unix.ENOENT) {
 			log("carry %s: %v", dir, err)
 		}
 	}
