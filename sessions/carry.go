@@ -68,13 +68,15 @@ func (w *workspace) prepareCarry(c *publish.Capture, head object.ID) *carry {
 		return nil
 	}
 	cr := &carry{}
+	scan := newKeptScan(w.upper(), w.keptSeen)
+	defer func() { w.keptSeen = scan.next }()
 	tree, err := w.headTree(head)
 	for _, u := range all {
 		if err == nil {
 			err = w.placeable(tree, u.Path)
 		}
 		if err == nil {
-			err = w.copyUpUnder(u.Path, cr)
+			err = w.copyUpUnder(u.Path, scan, cr)
 		}
 		if err != nil {
 			w.d.log.Printf("workspace %s: not keeping %s across the commit: %v", w.rec.ID, u.Path, err)
@@ -116,36 +118,15 @@ func (w *workspace) placeable(tree object.ID, path string) error {
 
 // copyUpUnder copies up through the view what the upper entry at path
 // takes from the lower layer: the data of its metacopy files, and all of
-// every renamed directory, whose directories it adds to cr.opaque.
-func (w *workspace) copyUpUnder(path string, cr *carry) error {
+// every renamed directory, whose directories it adds to cr.opaque. scan
+// finds them.
+func (w *workspace) copyUpUnder(path string, scan *keptScan, cr *carry) error {
 	upper := w.upper()
-	root := filepath.Join(upper, filepath.FromSlash(path))
-	var metacopy, renamed []string
-	err := filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return goneOK(err)
-		}
-		rel, _ := filepath.Rel(upper, abs)
-		switch {
-		case d.IsDir():
-			has, err := ovl.Has(abs, ovl.Redirect)
-			if has {
-				renamed = append(renamed, rel)
-				return filepath.SkipDir // all of it is copied up below
-			}
-			return err
-		case d.Type().IsRegular():
-			has, err := ovl.Has(abs, ovl.Metacopy)
-			if has {
-				metacopy = append(metacopy, rel)
-			}
-			return err
-		}
-		return nil
-	})
-	if err != nil {
+	scan.metacopy, scan.renamed = scan.metacopy[:0], scan.renamed[:0]
+	if err := scan.entry(filepath.FromSlash(path)); err != nil {
 		return err
 	}
+	metacopy, renamed := scan.metacopy, scan.renamed
 	view := w.hostPath()
 	for _, rel := range metacopy {
 		if err := copyUpFile(filepath.Join(view, rel)); err != nil {

@@ -39,6 +39,9 @@ type workspace struct {
 	// lookedUp is the generation, plus one, whose view a command's start
 	// looked the Commit's big files up in (lookUpAhead), or 0.
 	lookedUp int
+	// keptSeen is what the last commit's carry found of the directories
+	// it kept (keptScan), guarded by mu.
+	keptSeen map[string]seenDir
 }
 
 func (w *workspace) dir(parts ...string) string {
