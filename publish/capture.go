@@ -111,6 +111,14 @@ func CaptureUpperDry(s *store.Store, u Upper) (*Capture, error) {
 	return capture(s, u, hashOnly{s}, nil)
 }
 
+// CaptureUncommitted finds only what a capture leaves out of a Commit —
+// its Ignored and Skipped paths — reading no file: it answers "what would
+// a discard keep?". Its Changes are partial and must not be published.
+func CaptureUncommitted(s *store.Store, u Upper) (*Capture, error) {
+	return capture(s, u, nil, nil)
+}
+
+// capture walks u; a nil content reads no file (CaptureUncommitted).
 func capture(s *store.Store, u Upper, content extents.Store, stage *store.Stage) (*Capture, error) {
 	start := time.Now()
 	if stage != nil {
@@ -144,7 +152,7 @@ type capturer struct {
 	root     object.ID
 	lowerDir string        // shows root's tree; empty: none
 	data     DataLayer     // nil: none
-	content  extents.Store // where file content goes: a Stage, or nowhere
+	content  extents.Store // where file content goes: a Stage, nowhere (hashOnly), or nil: not read
 	ignore   *Rules
 	cap      *Capture
 }
@@ -199,6 +207,9 @@ func (cw *capturer) entry(abs, path, lowerPath string, lower *store.Entry) error
 		return nil
 	}
 	e := entryOf(name, &st)
+	if kind := st.Mode & unix.S_IFMT; cw.content == nil && (kind == unix.S_IFREG || kind == unix.S_IFLNK) {
+		return nil // CaptureUncommitted: a file, symlink or whiteout a commit takes
+	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFCHR:
 		if st.Rdev == 0 {

@@ -1,0 +1,51 @@
+package publish
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// CaptureUncommitted finds what CaptureUpper leaves out — ignored paths
+// and special files — and reads no file to do it. A plain directory
+// stands in for the upperdir: without overlayfs's xattrs it is all
+// new and changed entries.
+func TestCaptureUncommitted(t *testing.T) {
+	r := newRepo(t, map[string]string{"a.txt": "a\n", "lib/b.go": "package lib\n"})
+	dir := t.TempDir()
+	for p, data := range map[string]string{"a.txt": "changed\n", "new.txt": "new\n", "build/out.o": "obj\n", "lib/c.o": "obj\n", "lib/c.go": "package lib\n"} {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Mkfifo(filepath.Join(dir, "lib", "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("a.txt", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	u := Upper{Dir: dir, Base: r.head(), Ignore: ParseRules("build/\n*.o\n")}
+	full, err := CaptureUpperDry(r.s, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := CaptureUncommitted(r.s, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"build", "lib/c.o"}; !slices.Equal(full.Ignored, want) || !slices.Equal(out.Ignored, want) {
+		t.Errorf("ignored: capture %v, uncommitted %v; want %v", full.Ignored, out.Ignored, want)
+	}
+	if want := []string{"lib/pipe"}; !slices.Equal(full.Skipped, want) || !slices.Equal(out.Skipped, want) {
+		t.Errorf("skipped: capture %v, uncommitted %v; want %v", full.Skipped, out.Skipped, want)
+	}
+	if full.BytesHashed == 0 || out.BytesHashed != 0 {
+		t.Errorf("bytes hashed: capture %d, uncommitted %d; want some, none", full.BytesHashed, out.BytesHashed)
+	}
+}
