@@ -159,10 +159,16 @@ func (c *Client) Commit(ctx context.Context, id string, req api.CommitRequest) (
 	return r, c.do(ctx, http.MethodPost, "/workspaces/"+url.PathEscape(id)+"/commit", req, &r)
 }
 
-// Discard drops a Workspace's uncommitted changes.
-func (c *Client) Discard(ctx context.Context, id string) (api.Workspace, error) {
-	var w api.Workspace
-	return w, c.do(ctx, http.MethodPost, "/workspaces/"+url.PathEscape(id)+"/discard", nil, &w)
+// Discard drops a Workspace's uncommitted changes. It keeps, and lists,
+// what a commit would leave out — paths /.layerfsignore matches, FIFOs,
+// sockets, devices — unless all is set.
+func (c *Client) Discard(ctx context.Context, id string, all bool) (api.DiscardResult, error) {
+	q := ""
+	if all {
+		q = "?all=1"
+	}
+	var r api.DiscardResult
+	return r, c.do(ctx, http.MethodPost, "/workspaces/"+url.PathEscape(id)+"/discard"+q, nil, &r)
 }
 
 // End ends a Workspace; with uncommitted changes it is refused unless

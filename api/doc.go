@@ -11,7 +11,8 @@
 //	GET    /workspaces/{id}               inspect one (with its pending changes)
 //	POST   /workspaces/{id}/exec          run a command (ExecRequest); ?stream=1 streams NDJSON ExecEvents
 //	POST   /workspaces/{id}/commit        capture and publish (CommitRequest)
-//	POST   /workspaces/{id}/discard       drop uncommitted changes
+//	POST   /workspaces/{id}/discard       drop uncommitted changes, keeping ignored paths
+//	                                      and special files (?all=1 drops them too)
 //	DELETE /workspaces/{id}               end it (?discard=1 to drop uncommitted changes)
 //
 // Errors come back with a 4xx or 5xx status and an Error body whose Code

@@ -109,6 +109,17 @@ type CommitResult struct {
 	Workspace Workspace         `json:"workspace"`
 }
 
+// DiscardResult is what a discard kept. It drops every uncommitted change
+// but, unless asked to drop everything (?all=1), keeps what a commit would
+// have left out — paths /.layerfsignore matches, FIFOs, sockets and
+// devices — as a commit keeps them. Dropped lists those it could not
+// keep, because their directory was one the discard removed.
+type DiscardResult struct {
+	Kept      []UncommittedPath `json:"kept,omitempty"`
+	Dropped   []UncommittedPath `json:"dropped,omitempty"`
+	Workspace Workspace         `json:"workspace"`
+}
+
 // UncommittedPath is a path a commit left out of the Store, and why.
 type UncommittedPath struct {
 	Path string `json:"path"`

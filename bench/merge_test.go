@@ -120,7 +120,7 @@ func BenchmarkMergeThroughput16Workspaces(b *testing.B) {
 						break
 					}
 					conflicts.Add(1)
-					if _, err := e.c.Discard(ctx, id); err != nil {
+					if _, err := e.c.Discard(ctx, id, false); err != nil {
 						b.Error(err)
 						return
 					}

@@ -164,7 +164,7 @@ func TestWorkspaceEndDiscardCap(t *testing.T) {
 	if err := d.End(a.ID, false); err == nil || !strings.Contains(err.Error(), "new.txt") {
 		t.Fatalf("ending a dirty Workspace: %v", err)
 	}
-	if _, err := d.Discard(a.ID); err != nil {
+	if _, err := d.Discard(a.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	if out := d.sh(t, a.ID, "ls"); strings.Contains(out, "new.txt") {
@@ -363,7 +363,7 @@ func TestConcurrentRequestsAndEnd(t *testing.T) {
 		time.Sleep(2 * time.Millisecond) // the end waits for the commit; these for both
 		others := []*error{
 			run(func() error { _, err := d.Commit(w.ID, api.CommitRequest{}); return err }),
-			run(func() error { _, err := d.Discard(w.ID); return err }),
+			run(func() error { _, err := d.Discard(w.ID, false); return err }),
 			run(func() error { _, err := d.Inspect(w.ID); return err }),
 			run(func() error { return d.End(w.ID, true) }),
 		}

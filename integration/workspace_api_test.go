@@ -201,7 +201,13 @@ func TestWSCommandAgainstDaemon(t *testing.T) {
 		t.Errorf("ws commit --json of a conflict: %+v", cr)
 	}
 	ws(4, "end", b)
-	ws(0, "discard", b)
+	ws(0, "exec", b, "--", "mkfifo", "pipe")
+	if out, _ := ws(0, "discard", b); !strings.Contains(out, "changes discarded") || !strings.Contains(out, "kept in the Workspace: pipe") {
+		t.Errorf("ws discard:\n%s", out)
+	}
+	ws(0, "exec", b, "--", "test", "-p", "pipe")
+	ws(0, "discard", "--all", b)
+	ws(1, "exec", b, "--", "test", "-e", "pipe")
 	if out, _ := ws(0, "inspect", "--json", b); strings.Contains(out, "pending") {
 		t.Errorf("after discard: %s", out)
 	}

@@ -338,3 +338,55 @@ func TestWorkspaceCommitKeepsUncommitted(t *testing.T) {
 		t.Fatalf("after the conflict: %q", out)
 	}
 }
+
+// A discard drops every change but keeps what a commit would leave out:
+// ignored paths (a chmodded lower file and a renamed directory among
+// them) and special files, unless told to drop them too.
+func TestWorkspaceDiscardKeepsUncommitted(t *testing.T) {
+	d := startDaemon(t, map[string]string{
+		".layerfsignore": "scratch/\n*.o\nbuild/\n", "a.txt": "a\n", "old.o": "old object\n",
+		"lib/a.go": "package lib\n", "lib/sub/b.go": "package sub\n",
+	}, sessions.Config{})
+	w := d.create(t, "main")
+	head := exportRef(t, d.st, "main")
+	d.sh(t, w.ID, "mkdir scratch && echo kept > scratch/x && echo b > a.txt && echo obj > main.o && mkfifo pipe && "+
+		"mkdir new && echo y > new/y.o && echo n > new.txt && chmod 600 old.o && mv lib build")
+	res, err := d.Discard(w.ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantKept := []api.UncommittedPath{{Path: "build", Why: api.UncommittedIgnored}, {Path: "main.o", Why: api.UncommittedIgnored},
+		{Path: "old.o", Why: api.UncommittedIgnored}, {Path: "pipe", Why: api.UncommittedSpecial}, {Path: "scratch", Why: api.UncommittedIgnored}}
+	wantDropped := []api.UncommittedPath{{Path: "new/y.o", Why: api.UncommittedIgnored}} // its directory was a change
+	if !slices.Equal(res.Kept, wantKept) || !slices.Equal(res.Dropped, wantDropped) {
+		t.Fatalf("kept %v, dropped %v; want %v, %v", res.Kept, res.Dropped, wantKept, wantDropped)
+	}
+	if res.Workspace.ID != w.ID {
+		t.Fatalf("the result describes %q", res.Workspace.ID)
+	}
+	if out := d.sh(t, w.ID, "cat a.txt scratch/x main.o old.o build/a.go build/sub/b.go lib/a.go && stat -c %a old.o && test -p pipe && test ! -e new && test ! -e new.txt && echo ok"); out != "a\nkept\nobj\nold object\npackage lib\npackage sub\npackage lib\n600\nok\n" {
+		t.Fatalf("after the discard the Workspace reads %q", out)
+	}
+	if ws, err := d.Inspect(w.ID); err != nil || len(ws.Pending) != 0 {
+		t.Fatalf("pending %v, %v", ws.Pending, err)
+	}
+	// The kept entries survive a commit of a change made after.
+	d.sh(t, w.ID, "echo c > a.txt")
+	d.commit(t, w.ID, api.StatusCommitted)
+	if out := d.sh(t, w.ID, "cat scratch/x build/sub/b.go && test -p pipe && echo ok"); out != "kept\npackage sub\nok\n" {
+		t.Fatalf("after a commit: %q", out)
+	}
+
+	// all drops them too: the Workspace is the head, exactly.
+	res, err = d.Discard(w.ID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Kept) != 0 || len(res.Dropped) != 0 {
+		t.Fatalf("discard all: kept %v, dropped %v", res.Kept, res.Dropped)
+	}
+	head = exportRef(t, d.st, "main")
+	if diff := diffTrees(findTree(t, head), findTree(t, w.HostPath), nil); diff != "" {
+		t.Fatalf("after discarding all, the Workspace differs from the head:\n%s", diff)
+	}
+}

@@ -265,7 +265,7 @@ func TestCommitOverStrayNextGeneration(t *testing.T) {
 	// afresh too.
 	stray(t)
 	d.sh(t, w.ID, "echo dropped > d.txt")
-	if _, err := d.Discard(w.ID); err != nil {
+	if _, err := d.Discard(w.ID, false); err != nil {
 		t.Fatalf("discard over a stray next generation: %v", err)
 	}
 	if got := d.sh(t, w.ID, "ls"); got != "a.txt\nb.txt\nc.txt\n" {

@@ -63,7 +63,7 @@ func TestWorkspacesAndFileCallsMatchModel(t *testing.T) {
 			model = want
 		}
 		if a.ws != "" && conflict {
-			if _, err := d.Discard(a.ws); err != nil {
+			if _, err := d.Discard(a.ws, false); err != nil {
 				t.Fatal(err)
 			}
 		}

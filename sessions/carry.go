@@ -79,7 +79,7 @@ func (w *workspace) prepareCarry(c *publish.Capture, head object.ID) *carry {
 			err = w.copyUpUnder(u.Path, scan, cr)
 		}
 		if err != nil {
-			w.d.log.Printf("workspace %s: not keeping %s across the commit: %v", w.rec.ID, u.Path, err)
+			w.logf("not keeping %s: %v", u.Path, err)
 			cr.dropped = append(cr.dropped, u)
 		} else {
 			cr.kept = append(cr.kept, u)
@@ -91,8 +91,9 @@ func (w *workspace) prepareCarry(c *publish.Capture, head object.ID) *carry {
 	return cr
 }
 
-// errNoDir: an entry's directory is not one on the head.
-var errNoDir = errors.New("its directory is not one on the head")
+// errNoDir: an entry's directory is not one in the Commit the Workspace
+// moves to.
+var errNoDir = errors.New("its directory is not one in the Commit the Workspace now shows")
 
 func (w *workspace) headTree(head object.ID) (object.ID, error) {
 	c, err := w.d.s.Commit(head)
@@ -199,7 +200,7 @@ func (cr *carry) move(oldUpper, newUpper string, log func(string, ...any)) {
 			continue // removed since the capture, by a command still running
 		}
 		if err != nil {
-			log("not keeping %s across the commit: %v", u.Path, err)
+			log("not keeping %s: %v", u.Path, err)
 			cr.dropped = append(cr.dropped, u)
 			continue
 		}

@@ -58,8 +58,9 @@ func (d *Daemon) Handler() http.Handler {
 	mux.HandleFunc("POST /workspaces/{id}/exec", d.handleExec)
 	mux.HandleFunc("POST /workspaces/{id}/commit", d.handleCommit)
 	mux.HandleFunc("POST /workspaces/{id}/discard", func(w http.ResponseWriter, r *http.Request) {
-		ws, err := d.Discard(r.PathValue("id"))
-		respond(w, ws, err)
+		all, _ := strconv.ParseBool(r.URL.Query().Get("all"))
+		res, err := d.Discard(r.PathValue("id"), all)
+		respond(w, res, err)
 	})
 	mux.HandleFunc("DELETE /workspaces/{id}", func(w http.ResponseWriter, r *http.Request) {
 		discard, _ := strconv.ParseBool(r.URL.Query().Get("discard"))

@@ -354,9 +354,7 @@ func (w *workspace) follow(commit object.ID, alongside func(), leased bool, next
 		// A crash from here to the record's save leaves the carried
 		// entries in the new upperdir, which the restart sets aside and
 		// logs (freshDirs).
-		cr.move(oldUpper, w.upper(), func(format string, args ...any) {
-			w.d.log.Printf("workspace %s: "+format, append([]any{w.rec.ID}, args...)...)
-		})
+		cr.move(oldUpper, w.upper(), w.logf)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -374,15 +372,24 @@ func (w *workspace) follow(commit object.ID, alongside func(), leased bool, next
 	return nil
 }
 
+// logf logs a line about the Workspace.
+func (w *workspace) logf(format string, args ...any) {
+	w.d.log.Printf("workspace %s: "+format, append([]any{w.rec.ID}, args...)...)
+}
+
 // remount puts a fresh overlay of the current lease at the Workspace's
-// paths, and removes the old upper and work directories.
-func (w *workspace) remount(oldUpper, oldWork string) error {
+// paths, and removes the old upper and work directories, after moving
+// what cr keeps (nil: nothing) into the new upper directory.
+func (w *workspace) remount(oldUpper, oldWork string, cr *carry) error {
 	if nv := w.takeNext(); nv != nil {
 		nv.discard(w) // made for a commit; this generation is remount's
 	}
 	w.rec.Gen++
 	if err := w.makeDirs(); err != nil {
 		return err
+	}
+	if cr != nil {
+		cr.move(oldUpper, w.upper(), w.logf)
 	}
 	if err := w.switchOverlay(nil); err != nil {
 		return err
@@ -456,21 +463,50 @@ func (w *workspace) mountView(next *nextView) (int, int64, error) {
 }
 
 // Discard drops a Workspace's uncommitted changes; it keeps its lease.
-func (d *Daemon) Discard(id string) (api.Workspace, error) {
+// What a commit would leave out of the Store — ignored paths, FIFOs,
+// sockets, devices — stays, as across a commit (carry), unless all is
+// set.
+func (d *Daemon) Discard(id string, all bool) (api.DiscardResult, error) {
 	w, err := d.get(id)
 	if err != nil {
-		return api.Workspace{}, err
+		return api.DiscardResult{}, err
 	}
 	w.mu.Lock()
-	if err = w.ended(); err == nil {
-		err = w.remount(w.upper(), w.work())
+	var cr *carry
+	if err = w.ended(); err == nil && !all {
+		cr, err = w.prepareDiscardCarry()
+	}
+	if err == nil {
+		err = w.remount(w.upper(), w.work(), cr)
 	}
 	w.mu.Unlock()
 	if err != nil {
-		return api.Workspace{}, fmt.Errorf("discard %s: %w", id, err)
+		return api.DiscardResult{}, fmt.Errorf("discard %s: %w", id, err)
 	}
 	d.metrics.discards.Add(1)
-	return w.describe(), nil
+	res := api.DiscardResult{Workspace: w.describe()}
+	if cr != nil {
+		res.Kept, res.Dropped = cr.kept, cr.dropped
+	}
+	return res, nil
+}
+
+// prepareDiscardCarry finds what a discard keeps (see prepareCarry): the
+// entries capture would leave out, found without reading a file. Callers
+// hold w.mu.
+func (w *workspace) prepareDiscardCarry() (*carry, error) {
+	if empty, err := dirEmpty(w.upper()); err != nil || empty {
+		return nil, err
+	}
+	rules, err := w.ignoreRules(false)
+	if err != nil {
+		return nil, err
+	}
+	c, err := publish.CaptureUncommitted(w.d.s, w.captured(rules))
+	if err != nil {
+		return nil, err
+	}
+	return w.prepareCarry(c, w.rec.lease()), nil
 }
 
 // End unmounts a Workspace, removes its upperdir and releases its Lease

@@ -17,6 +17,7 @@ var wsFlags struct {
 	socket, branch, path, cwd, message string
 	timeout                            time.Duration
 	isolate, discard, force, stdin     bool
+	all                                bool
 	allowRunning                       bool
 	env                                stringList
 }
@@ -48,7 +49,9 @@ func init() {
                                    what was not committed: paths /.layerfsignore
                                    matches, FIFOs, sockets and devices (unless
                                    their directory left the head: listed)
-  discard ID                       drop uncommitted changes
+  discard ID [--all]               drop uncommitted changes; paths /.layerfsignore
+                                   matches, FIFOs, sockets and devices stay (as
+                                   across a commit) unless --all
   end ID [--discard]               unmount and remove it; refused while it holds
                                    uncommitted changes unless --discard`,
 		flags: func(c *cli) {
@@ -61,6 +64,7 @@ func init() {
 			c.fs.DurationVar(&wsFlags.timeout, "timeout", 0, "kill the command after this long (0: never)")
 			c.fs.BoolVar(&wsFlags.isolate, "isolate-network", false, "run the command with loopback only")
 			c.fs.BoolVar(&wsFlags.discard, "discard", false, "end even with uncommitted changes, dropping them")
+			c.fs.BoolVar(&wsFlags.all, "all", false, "discard also what /.layerfsignore matches, and FIFOs, sockets and devices")
 			c.fs.BoolVar(&wsFlags.force, "force", false, "commit files that still hold conflict markers")
 			c.fs.BoolVar(&wsFlags.stdin, "stdin", false, "pass our standard input to the command (like docker exec -i); without it the command reads /dev/null")
 			c.fs.BoolVar(&wsFlags.allowRunning, "allow-running", false, "commit while processes still run in the Workspace (their later writes are not kept)")
@@ -104,8 +108,8 @@ func runWS(c *cli, args []string) error {
 	case "commit":
 		return wsCommit(c, cl, rest[0])
 	case "discard":
-		w, err := cl.Discard(ctx, rest[0])
-		return c.show(w, err, func() { fmt.Fprintf(c.out, "%s: changes discarded\n", w.ID) })
+		res, err := cl.Discard(ctx, rest[0], wsFlags.all)
+		return c.show(res, err, func() { printDiscard(c, res) })
 	case "end":
 		return cl.End(ctx, rest[0], wsFlags.discard)
 	}
@@ -179,6 +183,42 @@ func wsExec(c *cli, cl *layerfs.Client, id string, argv []string) error {
 	return nil
 }
 
+func printDiscard(c *cli, res api.DiscardResult) {
+	fmt.Fprintf(c.out, "%s: changes discarded\n", res.Workspace.ID)
+	var ignored int
+	for _, k := range res.Kept {
+		if k.Why == api.UncommittedIgnored {
+			ignored++
+		}
+	}
+	if ignored > 0 {
+		fmt.Fprintf(c.out, "kept %d ignored path(s) (/.layerfsignore); --all discards them too\n", ignored)
+	}
+	printUncommitted(c, res.Kept, res.Dropped, "its Commit")
+}
+
+// printUncommitted prints what a commit or discard kept and dropped of
+// what a Store does not hold. Ignored paths are meant to stay out; the
+// rest is worth a line.
+func printUncommitted(c *cli, kept, dropped []api.UncommittedPath, commit string) {
+	var special []string
+	for _, k := range kept {
+		if k.Why == api.UncommittedSpecial {
+			special = append(special, k.Path)
+		}
+	}
+	if len(special) > 0 {
+		fmt.Fprintf(c.out, "not committed (a Store holds no FIFO, socket or device), kept in the Workspace: %s\n", strings.Join(special, " "))
+	}
+	if len(dropped) > 0 {
+		parts := make([]string, len(dropped))
+		for i, d := range dropped {
+			parts[i] = fmt.Sprintf("%s (%s)", d.Path, d.Why)
+		}
+		fmt.Fprintf(c.out, "not committed, and gone from the Workspace (its directory is not one in %s): %s\n", commit, strings.Join(parts, " "))
+	}
+}
+
 // exitStatus passes a command's exit code through as layerfs's own.
 type exitStatus struct{ code int }
 
@@ -212,23 +252,7 @@ func wsCommit(c *cli, cl *layerfs.Client, id string) error {
 		for _, d := range res.LWW {
 			fmt.Fprintf(c.out, "lww: %s taken from %s\n", d.Path, d.Winner)
 		}
-		// Ignored paths are meant to stay out; the rest is worth a line.
-		var special []string
-		for _, k := range res.Kept {
-			if k.Why == api.UncommittedSpecial {
-				special = append(special, k.Path)
-			}
-		}
-		if len(special) > 0 {
-			fmt.Fprintf(c.out, "not committed (a Store holds no FIFO, socket or device), kept in the Workspace: %s\n", strings.Join(special, " "))
-		}
-		if len(res.Dropped) > 0 {
-			parts := make([]string, len(res.Dropped))
-			for i, d := range res.Dropped {
-				parts[i] = fmt.Sprintf("%s (%s)", d.Path, d.Why)
-			}
-			fmt.Fprintf(c.out, "not committed, and gone from the Workspace (its directory is not one on the head): %s\n", strings.Join(parts, " "))
-		}
+		printUncommitted(c, res.Kept, res.Dropped, "the head")
 		fmt.Fprintf(c.out, "%d paths, %d bytes hashed, %d objects new, %d reused, %d bytes stored; %.1f ms (capture %.1f, lock %.1f, remount %.1f)\n",
 			r.PathsCaptured, r.BytesHashed, r.ObjectsNew, r.ObjectsReused, r.BytesStored, r.TotalMS, r.CaptureMS, r.LockMS, r.RemountMS)
 	}
