@@ -335,3 +335,69 @@ func waitGone(t *testing.T, pid int, what string) {
 	}
 	t.Errorf("process %d, %s, still runs", pid, what)
 }
+
+// TestRestartAfterInterruptedCarry: a discard (or a commit) moves the
+// entries it keeps — ignored paths, special files — into the next
+// generation's upper directory before it saves the record that names that
+// generation. A crash in between restarts the Workspace on the
+// generation its record names: the kept entries go back into its upper
+// directory, beside the changes the discard had not dropped yet, rather
+// than being set aside out of sight. The test makes that state by
+// rolling the record back while the daemon is down.
+func TestRestartAfterInterruptedCarry(t *testing.T) {
+	d := startDaemon(t, map[string]string{".layerfsignore": "build/\n", "a.txt": "a\n", "lib/l.go": "package lib\n"},
+		sessions.Config{Volume: sessions.VolumeOff})
+	w := d.create(t, "main")
+	d.sh(t, w.ID, "mkdir -p build/sub && echo out > build/sub/o && mkfifo pipe && mkdir lib/build && echo lib > lib/build/o")
+	if _, err := d.Discard(w.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Daemon.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(d.stateDir, "ws", w.ID)
+	recPath := filepath.Join(dir, "state.json")
+	data, err := os.ReadFile(recPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	decodeJSON(t, string(data), &rec)
+	gen := int(rec["gen"].(float64))
+	rec["gen"] = gen - 1 // as saved before the discard
+	data, _ = json.Marshal(rec)
+	if err := os.WriteFile(recPath, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The old generation's upper directory, as the discard left it: the
+	// change it was dropping, and lib, whose kept entry it moved out.
+	old := filepath.Join(dir, "upper-"+strconv.Itoa(gen-1))
+	writeTree(t, old, map[string]string{"a.txt": "changed\n"})
+	libTime := time.Unix(1_000_000, 0)
+	if err := os.Mkdir(filepath.Join(old, "lib"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(old, "lib"), libTime, libTime); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin, Volume: sessions.VolumeOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Daemon = d2
+	if got := d.sh(t, w.ID, "cat a.txt build/sub/o lib/build/o lib/l.go && test -p pipe && echo ok"); got != "changed\nout\nlib\npackage lib\nok\n" {
+		t.Fatalf("after the restart the Workspace reads %q", got)
+	}
+	if st, err := os.Stat(filepath.Join(old, "lib")); err != nil || !st.ModTime().Equal(libTime) {
+		t.Errorf("lib's mtime in the upper directory: %v, %v; want %v", st.ModTime(), err, libTime)
+	}
+	if aside, _ := filepath.Glob(filepath.Join(dir, "upper-*.kept-*")); len(aside) != 0 {
+		t.Errorf("set aside: %v", aside)
+	}
+	if got, err := d.Discard(w.ID, false); err != nil || len(got.Kept) != 3 {
+		t.Fatalf("a discard after the restart kept %v, %v; want build, lib/build and pipe", got.Kept, err)
+	}
+	if got := d.sh(t, w.ID, "cat a.txt build/sub/o lib/build/o && test -p pipe && echo ok"); got != "a\nout\nlib\nok\n" {
+		t.Fatalf("after a second discard the Workspace reads %q", got)
+	}
+}

@@ -259,3 +259,48 @@ func (cr *carry) moveOne(oldUpper, newUpper, path string, made map[string]bool, 
 	rel := filepath.FromSlash(path)
 	return os.Rename(filepath.Join(oldUpper, rel), filepath.Join(newUpper, rel))
 }
+
+// returnCarried moves back into the upperdir what a commit or discard had
+// carried to the next generation's, from (carry.move), when a crash
+// stopped it before the record naming that generation was saved: the
+// Workspace resumes on the generation its record names, where those
+// entries are missing. An entry goes back where the upperdir has nothing
+// at its path, and directories on both sides merge; the rest stays, for
+// freshDirs to set aside. The upperdir's directories keep their times,
+// which capture would otherwise take for changes.
+func (w *workspace) returnCarried(from string) {
+	if n := mergeBack(from, w.upper()); n > 0 {
+		w.logf("%d entries carried to %s before a crash are back in %s", n, from, w.upper())
+	}
+}
+
+// mergeBack moves src's entries into dst where dst has none of the same
+// name, and merges the directories both hold; it returns how many moved.
+func mergeBack(src, dst string) int {
+	entries, err := os.ReadDir(src)
+	if err != nil || len(entries) == 0 {
+		return 0
+	}
+	var dirSt unix.Stat_t
+	if err := unix.Lstat(dst, &dirSt); err != nil || dirSt.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		s, d := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
+		var st unix.Stat_t
+		switch err := unix.Lstat(d, &st); {
+		case errors.Is(err, unix.ENOENT):
+			if os.Rename(s, d) == nil {
+				n++
+			}
+		case err == nil && e.IsDir() && st.Mode&unix.S_IFMT == unix.S_IFDIR:
+			n += mergeBack(s, d)
+			os.Remove(s) // if now empty
+		}
+	}
+	if n > 0 {
+		unix.UtimesNanoAt(unix.AT_FDCWD, dst, []unix.Timespec{dirSt.Atim, dirSt.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	return n
+}

@@ -155,9 +155,11 @@ func (w *workspace) resume() error {
 		return err
 	}
 	// The next generation's directories can only be what a crash left of
-	// a commit's next view (prepareNext): a used work directory there
-	// would make overlayfs refuse the next mount.
+	// a commit's next view (prepareNext), or of a commit or discard that
+	// had carried entries there: those go back (returnCarried). A used
+	// work directory there would make overlayfs refuse the next mount.
 	nextUpper, nextWork := w.genDirs(w.rec.Gen + 1)
+	w.returnCarried(nextUpper)
 	if err := w.freshDirs(nextUpper, nextWork); err != nil {
 		return err
 	}
@@ -352,8 +354,8 @@ func (w *workspace) follow(commit object.ID, alongside func(), leased bool, next
 	w.rec.Lease = commit.String()
 	if cr != nil {
 		// A crash from here to the record's save leaves the carried
-		// entries in the new upperdir, which the restart sets aside and
-		// logs (freshDirs).
+		// entries in the new upperdir, whence the restart, on the old
+		// generation, moves them back (returnCarried).
 		cr.move(oldUpper, w.upper(), w.logf)
 	}
 	done := make(chan struct{})
