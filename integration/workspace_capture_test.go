@@ -390,3 +390,24 @@ func TestWorkspaceDiscardKeepsUncommitted(t *testing.T) {
 		t.Fatalf("after discarding all, the Workspace differs from the head:\n%s", diff)
 	}
 }
+
+// A conflict moves the Workspace onto the head it met, upperdir and all
+// (rebase). An ignored directory renamed from one the head has since
+// changed, and a chmodded ignored file the head has since rewritten,
+// keep what the Workspace had: their content is copied up first.
+func TestWorkspaceConflictKeepsIgnoredRenames(t *testing.T) {
+	d := startDaemon(t, map[string]string{
+		".layerfsignore": "build/\n*.o\n", "a.txt": "a\n", "lib/a.go": "package lib\n", "lib/sub/b.go": "package sub\n", "old.o": "old\n",
+	}, sessions.Config{})
+	w, other := d.create(t, "main"), d.create(t, "main")
+	d.sh(t, w.ID, "mv lib build && echo mine > a.txt && chmod 600 old.o")
+	d.sh(t, other.ID, "rm -r lib/sub && echo new > lib/new.go && echo other > a.txt && echo new > old.o")
+	d.commit(t, other.ID, api.StatusCommitted)
+	res := d.commit(t, w.ID, api.StatusConflict)
+	if !slices.Contains(res.Paths, "a.txt") {
+		t.Fatalf("conflict on %v, want a.txt", res.Paths)
+	}
+	if out := d.sh(t, w.ID, "cat build/a.go build/sub/b.go old.o && stat -c %a old.o && ls build build/sub | tr '\\n' ' '"); out != "package lib\npackage sub\nold\n600\nbuild: a.go sub  build/sub: b.go " {
+		t.Fatalf("after the conflict the Workspace reads %q", out)
+	}
+}

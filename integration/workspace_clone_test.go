@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/layerfs/layerfs/api"
-	"github.com/layerfs/layerfs/publish"
 	"github.com/layerfs/layerfs/sessions"
 )
 
@@ -323,32 +321,4 @@ func lookSbin(name string) (string, error) {
 		}
 	}
 	return p, err
-}
-
-// TestMetacopyAllWalksIgnoredPaths: the metacopy files a rebase must copy
-// up are those capture listed and those under the ignored paths it
-// skipped; an ignored path gone since the capture is no error.
-func TestMetacopyAllWalksIgnoredPaths(t *testing.T) {
-	upper := t.TempDir()
-	for _, p := range []string{"top", "scratch/a", "scratch/deep/b", "scratch/plain"} {
-		full := filepath.Join(upper, p)
-		os.MkdirAll(filepath.Dir(full), 0o755)
-		if err := os.WriteFile(full, nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if p != "scratch/plain" {
-			if err := unix.Lsetxattr(full, "trusted.overlay.metacopy", nil, 0); err != nil {
-				t.Fatalf("set the metacopy xattr: %v", err)
-			}
-		}
-	}
-	c := &publish.Capture{Metacopy: []string{"top"}, Ignored: []string{"scratch", "gone"}}
-	got, err := c.MetacopyAll(upper)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(got)
-	if want := []string{"scratch/a", "scratch/deep/b", "top"}; !slices.Equal(got, want) {
-		t.Fatalf("MetacopyAll = %q, want %q", got, want)
-	}
 }

@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -37,7 +35,8 @@ type Capture struct {
 	// Commit must copy their data up first.
 	Metacopy []string
 	// Ignored lists the paths in the upperdir that the ignore rules left
-	// out, unread: they may hold metacopy files too (see MetacopyAll).
+	// out, unread: they may hold metacopy files and renamed directories too,
+	// which moving the upperdir onto a newer Commit must copy up first.
 	Ignored []string
 	// Clones are data files in the making (see DataLayer), one per big
 	// file the Workspace modified: the caller keeps them if the Changes
@@ -586,42 +585,6 @@ func parentPath(p string) string {
 		return p[:i]
 	}
 	return ""
-}
-
-// MetacopyAll lists every metacopy file in upper, the upperdir c was
-// captured from: c.Metacopy, and those under the paths the ignore rules
-// left out, which it walks now. Moving the upperdir onto a newer Commit
-// must copy all of their data up first, ignored or not: an ignored file
-// renamed or chmodded in a Workspace is still the Workspace's.
-func (c *Capture) MetacopyAll(upper string) ([]string, error) {
-	all := slices.Clone(c.Metacopy)
-	for _, p := range c.Ignored {
-		root := filepath.Join(upper, filepath.FromSlash(p))
-		err := filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
-			if err != nil || !d.Type().IsRegular() {
-				return skipGone(err)
-			}
-			meta, err := ovl.Has(abs, ovl.Metacopy)
-			if meta {
-				rel, _ := filepath.Rel(upper, abs)
-				all = append(all, filepath.ToSlash(rel))
-			}
-			return skipGone(err)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("ignored %s: %w", p, err)
-		}
-	}
-	return all, nil
-}
-
-// skipGone ignores a file removed during a walk (a command may still be
-// running): what is gone needs no copy-up.
-func skipGone(err error) error {
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	return err
 }
 
 // hashOnly is an extents.Store that names objects without keeping them:

@@ -212,16 +212,23 @@ func (cr *carry) move(oldUpper, newUpper string, log func(string, ...any)) {
 	for _, dir := range dirs {
 		unix.UtimesNanoAt(unix.AT_FDCWD, filepath.Join(newUpper, dir.path), dir.times[:], unix.AT_SYMLINK_NOFOLLOW)
 	}
+	cr.settleOpaque(newUpper, log)
+	slices.SortFunc(cr.dropped, func(a, b api.UncommittedPath) int { return strings.Compare(a.Path, b.Path) })
+}
+
+// settleOpaque makes the directories copyUpUnder copied up whole opaque
+// in upper, not mounted: they hold all their entries now, and take none
+// from the lower layer, nor from where they were renamed from.
+func (cr *carry) settleOpaque(upper string, log func(string, ...any)) {
 	for _, dir := range cr.opaque {
-		p := filepath.Join(newUpper, dir)
+		p := filepath.Join(upper, dir)
 		if err := unix.Lremovexattr(p, ovl.Redirect); err != nil && !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.ENOENT) {
-			log("carry %s: %v", dir, err)
+			log("make %s opaque: %v", dir, err)
 		}
 		if err := unix.Lsetxattr(p, ovl.Opaque, []byte("y"), 0); err != nil && !errors.Is(err, unix.ENOENT) {
-			log("carry %s: %v", dir, err)
+			log("make %s opaque: %v", dir, err)
 		}
 	}
-	slices.SortFunc(cr.dropped, func(a, b api.UncommittedPath) int { return strings.Compare(a.Path, b.Path) })
 }
 
 // madeDir is a directory move made, and the times to give it.

@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/layerfs/layerfs/publish"
 )
 
@@ -21,24 +19,23 @@ import (
 func (w *workspace) rebase(res *publish.Result, c *publish.Capture) ([]string, error) {
 	// A file copied up metadata only (a chmod, a rename) takes its data
 	// from the lower layer, which the rebase replaces: copy its data up
-	// now, through the view that still shows the old one, ignored files
-	// too. Opening it for writing does that, and changes nothing else.
-	// (Not following a symlink, not waiting on a FIFO, should a command
-	// still running have put one there since the capture.)
-	metacopy, err := c.MetacopyAll(w.upper())
-	if err != nil {
-		return nil, fmt.Errorf("before the rebase: %w", err)
-	}
-	for _, p := range metacopy {
-		f, err := os.OpenFile(filepath.Join(w.hostPath(), filepath.FromSlash(p)), os.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-		if errors.Is(err, os.ErrNotExist) {
-			continue // removed since the capture: nothing to keep
-		}
-		if err != nil {
+	// now, through the view that still shows the old one (copyUpFile). So
+	// too below the ignored paths, where a renamed directory, which takes
+	// its lower entries from the path it was renamed from, is copied up
+	// whole, and made opaque once the view is gone (as a carry does).
+	for _, p := range c.Metacopy {
+		if err := copyUpFile(filepath.Join(w.hostPath(), filepath.FromSlash(p))); err != nil {
 			return nil, fmt.Errorf("copy up %s before the rebase: %w", p, err)
 		}
-		f.Close()
 	}
+	ignored := &carry{}
+	scan := newKeptScan(w.upper(), w.keptSeen)
+	for _, p := range c.Ignored {
+		if err := w.copyUpUnder(p, scan, ignored); err != nil {
+			return nil, fmt.Errorf("copy up %s before the rebase: %w", p, err)
+		}
+	}
+	w.keptSeen = scan.next
 	if err := unmount(w.hostPath()); err != nil {
 		return nil, err
 	}
@@ -46,6 +43,7 @@ func (w *workspace) rebase(res *publish.Result, c *publish.Capture) ([]string, e
 	if err != nil {
 		return nil, err
 	}
+	ignored.settleOpaque(w.upper(), w.logf)
 	if err := w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, res.Head); err != nil {
 		return nil, err
 	}
