@@ -101,8 +101,9 @@ type CommitResult struct {
 	LWW    []LWWDecision `json:"lww,omitempty"`
 	// Kept lists what the commit left out of the Store and the Workspace
 	// still holds: following the head, it carries them into its new
-	// upperdir. Dropped lists those it could not carry, because their
-	// directory is no longer one on the head.
+	// upperdir. Dropped lists those it could not carry: their directory
+	// is no longer one on the head, or moving them failed (the daemon's
+	// log says why).
 	Kept      []UncommittedPath `json:"kept,omitempty"`
 	Dropped   []UncommittedPath `json:"dropped,omitempty"`
 	Receipt   Receipt           `json:"receipt"`
@@ -113,7 +114,8 @@ type CommitResult struct {
 // but, unless asked to drop everything (?all=1), keeps what a commit would
 // have left out — paths /.layerfsignore matches, FIFOs, sockets and
 // devices — as a commit keeps them. Dropped lists those it could not
-// keep, because their directory was one the discard removed.
+// keep: their directory was itself a discarded change, or moving them
+// failed (the daemon's log says why).
 type DiscardResult struct {
 	Kept      []UncommittedPath `json:"kept,omitempty"`
 	Dropped   []UncommittedPath `json:"dropped,omitempty"`

@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/publish"
 	"github.com/layerfs/layerfs/sessions"
 )
 
@@ -345,18 +348,19 @@ func TestWorkspaceCommitKeepsUncommitted(t *testing.T) {
 func TestWorkspaceDiscardKeepsUncommitted(t *testing.T) {
 	d := startDaemon(t, map[string]string{
 		".layerfsignore": "scratch/\n*.o\nbuild/\n", "a.txt": "a\n", "old.o": "old object\n",
-		"lib/a.go": "package lib\n", "lib/sub/b.go": "package sub\n",
+		"lib/a.go": "package lib\n", "lib/sub/b.go": "package sub\n", "doc/readme.md": "# doc\n",
 	}, sessions.Config{})
 	w := d.create(t, "main")
 	head := exportRef(t, d.st, "main")
 	d.sh(t, w.ID, "mkdir scratch && echo kept > scratch/x && echo b > a.txt && echo obj > main.o && mkfifo pipe && "+
-		"mkdir new && echo y > new/y.o && echo n > new.txt && chmod 600 old.o && mv lib build")
+		"mkdir new && echo y > new/y.o && echo n > new.txt && chmod 600 old.o && mv lib build && chmod 700 doc && echo o > doc/x.o")
 	res, err := d.Discard(w.ID, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantKept := []api.UncommittedPath{{Path: "build", Why: api.UncommittedIgnored}, {Path: "main.o", Why: api.UncommittedIgnored},
-		{Path: "old.o", Why: api.UncommittedIgnored}, {Path: "pipe", Why: api.UncommittedSpecial}, {Path: "scratch", Why: api.UncommittedIgnored}}
+	wantKept := []api.UncommittedPath{{Path: "build", Why: api.UncommittedIgnored}, {Path: "doc/x.o", Why: api.UncommittedIgnored},
+		{Path: "main.o", Why: api.UncommittedIgnored}, {Path: "old.o", Why: api.UncommittedIgnored},
+		{Path: "pipe", Why: api.UncommittedSpecial}, {Path: "scratch", Why: api.UncommittedIgnored}}
 	wantDropped := []api.UncommittedPath{{Path: "new/y.o", Why: api.UncommittedIgnored}} // its directory was a change
 	if !slices.Equal(res.Kept, wantKept) || !slices.Equal(res.Dropped, wantDropped) {
 		t.Fatalf("kept %v, dropped %v; want %v, %v", res.Kept, res.Dropped, wantKept, wantDropped)
@@ -364,7 +368,9 @@ func TestWorkspaceDiscardKeepsUncommitted(t *testing.T) {
 	if res.Workspace.ID != w.ID {
 		t.Fatalf("the result describes %q", res.Workspace.ID)
 	}
-	if out := d.sh(t, w.ID, "cat a.txt scratch/x main.o old.o build/a.go build/sub/b.go lib/a.go && stat -c %a old.o && test -p pipe && test ! -e new && test ! -e new.txt && echo ok"); out != "a\nkept\nobj\nold object\npackage lib\npackage sub\npackage lib\n600\nok\n" {
+	// doc holds a kept file, and takes back the Commit's mode and times
+	// (Pending, below, would list it otherwise).
+	if out := d.sh(t, w.ID, "cat a.txt scratch/x main.o old.o build/a.go build/sub/b.go lib/a.go doc/x.o && stat -c %a old.o doc && test -p pipe && test ! -e new && test ! -e new.txt && echo ok"); out != "a\nkept\nobj\nold object\npackage lib\npackage sub\npackage lib\no\n600\n755\nok\n" {
 		t.Fatalf("after the discard the Workspace reads %q", out)
 	}
 	if ws, err := d.Inspect(w.ID); err != nil || len(ws.Pending) != 0 {
@@ -409,5 +415,52 @@ func TestWorkspaceConflictKeepsIgnoredRenames(t *testing.T) {
 	}
 	if out := d.sh(t, w.ID, "cat build/a.go build/sub/b.go old.o && stat -c %a old.o && ls build build/sub | tr '\\n' ' '"); out != "package lib\npackage sub\nold\n600\nbuild: a.go sub  build/sub: b.go " {
 		t.Fatalf("after the conflict the Workspace reads %q", out)
+	}
+}
+
+// A directory renamed in a Workspace from one another Workspace then
+// removed: after a conflict on another file the Workspace keeps it whole
+// (a file in it copied up without a change too), and its next commit
+// lands it.
+func TestWorkspaceConflictKeepsOrphanedRename(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n", "src/a.go": "package src\n", "src/sub/b.go": "package sub\n"}, sessions.Config{})
+	w, other := d.create(t, "main"), d.create(t, "main")
+	d.sh(t, w.ID, "mv src dst && : >> dst/a.go && echo mine > a.txt")
+	d.sh(t, other.ID, "rm -r src && echo other > a.txt")
+	d.commit(t, other.ID, api.StatusCommitted)
+	if res := d.commit(t, w.ID, api.StatusConflict); !slices.Equal(res.Paths, []string{"a.txt"}) {
+		t.Fatalf("conflict on %v, want [a.txt]", res.Paths)
+	}
+	if out := d.sh(t, w.ID, "cat dst/a.go dst/sub/b.go && test ! -e src && echo ok"); out != "package src\npackage sub\nok\n" {
+		t.Fatalf("after the conflict the Workspace reads %q", out)
+	}
+	d.sh(t, w.ID, "echo settled > a.txt")
+	d.commit(t, w.ID, api.StatusCommitted)
+	if got := d.read(t, "main", "dst/sub/b.go") + d.read(t, "main", "dst/a.go"); got != "package sub\npackage src\n" {
+		t.Fatalf("main holds %q", got)
+	}
+}
+
+// CaptureUncommitted, which a discard asks, answers for an upperdir
+// whose renamed directory lost its source, where a capture fails.
+func TestCaptureUncommittedOrphanedRedirect(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
+	upper := t.TempDir()
+	writeTree(t, upper, map[string]string{"dst/x.o": "obj\n", "dst/y.go": "package y\n"})
+	if err := unix.Lsetxattr(filepath.Join(upper, "dst"), "trusted.overlay.redirect", []byte("/gone"), 0); err != nil {
+		t.Fatalf("set the redirect xattr: %v", err)
+	}
+	s := d.st.Backend()
+	b, err := s.Branch("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := publish.Upper{Dir: upper, Base: b.Head, Ignore: publish.ParseRules("*.o\n")}
+	if _, err := publish.CaptureUpperDry(s, u); err == nil {
+		t.Fatal("a capture of a redirect to nothing succeeded")
+	}
+	c, err := publish.CaptureUncommitted(s, u)
+	if err != nil || !slices.Equal(c.Ignored, []string{"dst/x.o"}) {
+		t.Fatalf("CaptureUncommitted: ignored %v, %v; want [dst/x.o]", c.Ignored, err)
 	}
 }

@@ -562,6 +562,11 @@ func (cw *capturer) directory(abs, path, lowerPath string, e store.Entry, lower 
 func (cw *capturer) redirected(abs, path, lowerPath string, e store.Entry, redirect string) error {
 	from := redirectSource(lowerPath, redirect)
 	src, err := cw.s.Lookup(cw.root, from)
+	if cw.content == nil && (errors.Is(err, store.ErrNotFound) || err == nil && src.Type != store.TypeDir) {
+		// CaptureUncommitted: what lies below is all that matters, and
+		// an answer beats an error (a discard asks it).
+		return cw.dir(abs, path, "", object.Zero)
+	}
 	if err != nil || src.Type != store.TypeDir {
 		return fmt.Errorf("%s: renamed from %s, which the lower layer lacks: %w", path, from, errors.Join(err, store.ErrCorrupt))
 	}

@@ -21,9 +21,10 @@ import (
 // carry is what a commit leaves out of the Store — paths the ignore rules
 // match, FIFOs, sockets and devices — and the Workspace keeps when it
 // follows the new head: their entries move from the old upperdir to the
-// new one (rename: no byte is copied), under plain directories of the
-// same metadata. A command still running keeps writing to what it has
-// open there, and a socket it listens on stays its.
+// new one (rename: no byte is copied), under plain directories with the
+// new Commit's metadata. A command still running keeps writing to what it
+// has open there, and a socket it listens on stays its. A discard carries
+// them the same way onto the Commit the Workspace already shows.
 //
 // An entry in the new upperdir sits on the new Commit where the old one
 // sat on the old: capture left those paths alone, so the new lower layer
@@ -43,6 +44,10 @@ type carry struct {
 	kept    []api.UncommittedPath
 	dropped []api.UncommittedPath
 	opaque  []string // directories fully copied up, to make opaque
+	// dir looks a directory up in the Commit the Workspace moves to: the
+	// directories move makes take its metadata, so that they show no
+	// change of their own.
+	dir func(path string) (store.Entry, error)
 }
 
 // uncommitted lists what capture left out of an upperdir, sorted.
@@ -67,10 +72,10 @@ func (w *workspace) prepareCarry(c *publish.Capture, head object.ID) *carry {
 	if len(all) == 0 {
 		return nil
 	}
-	cr := &carry{}
+	tree, err := w.headTree(head)
+	cr := &carry{dir: func(path string) (store.Entry, error) { return w.d.s.Lookup(tree, path) }}
 	scan := newKeptScan(w.upper(), w.keptSeen)
 	defer func() { w.keptSeen = scan.next }()
-	tree, err := w.headTree(head)
 	for _, u := range all {
 		if err == nil {
 			err = w.placeable(tree, u.Path)
@@ -122,7 +127,6 @@ func (w *workspace) placeable(tree object.ID, path string) error {
 // every renamed directory, whose directories it adds to cr.opaque. scan
 // finds them.
 func (w *workspace) copyUpUnder(path string, scan *keptScan, cr *carry) error {
-	upper := w.upper()
 	scan.metacopy, scan.renamed = scan.metacopy[:0], scan.renamed[:0]
 	if err := scan.entry(filepath.FromSlash(path)); err != nil {
 		return err
@@ -135,21 +139,27 @@ func (w *workspace) copyUpUnder(path string, scan *keptScan, cr *carry) error {
 		}
 	}
 	for _, rel := range renamed {
-		if err := copyUpTree(filepath.Join(view, rel)); err != nil {
-			return err
-		}
-		err := filepath.WalkDir(filepath.Join(upper, rel), func(abs string, d fs.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				r, _ := filepath.Rel(upper, abs)
-				cr.opaque = append(cr.opaque, r)
-			}
-			return goneOK(err)
-		})
-		if err != nil {
+		if err := w.copyUpRenamed(rel, cr); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// copyUpRenamed copies up through the view all of the renamed directory
+// at rel (upper-relative), and adds its directories to cr.opaque.
+func (w *workspace) copyUpRenamed(rel string, cr *carry) error {
+	if err := copyUpTree(filepath.Join(w.hostPath(), rel)); err != nil {
+		return err
+	}
+	upper := w.upper()
+	return filepath.WalkDir(filepath.Join(upper, rel), func(abs string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			r, _ := filepath.Rel(upper, abs)
+			cr.opaque = append(cr.opaque, r)
+		}
+		return goneOK(err)
+	})
 }
 
 // copyUpFile copies a file's data up through an overlay: opening it for
@@ -207,8 +217,8 @@ func (cr *carry) move(oldUpper, newUpper string, log func(string, ...any)) {
 		kept = append(kept, u)
 	}
 	cr.kept = kept
-	// Moving entries in (and out of the old ones) touched the directories'
-	// times: they get the old ones' from before.
+	// Moving entries in touched the directories' times: they get the
+	// Commit's.
 	for _, dir := range dirs {
 		unix.UtimesNanoAt(unix.AT_FDCWD, filepath.Join(newUpper, dir.path), dir.times[:], unix.AT_SYMLINK_NOFOLLOW)
 	}
@@ -238,7 +248,7 @@ type madeDir struct {
 }
 
 // moveOne moves one entry, making its directories in newUpper as plain
-// directories with the old ones' mode and owner.
+// directories with the metadata the Commit gives them (cr.dir).
 func (cr *carry) moveOne(oldUpper, newUpper, path string, made map[string]bool, dirs *[]madeDir) error {
 	parts := strings.Split(path, "/")
 	for i := 1; i < len(parts); i++ {
@@ -246,22 +256,23 @@ func (cr *carry) moveOne(oldUpper, newUpper, path string, made map[string]bool, 
 		if made[dir] {
 			continue
 		}
-		var st unix.Stat_t
-		if err := unix.Lstat(filepath.Join(oldUpper, dir), &st); err != nil {
+		e, err := cr.dir(dir)
+		if err != nil {
 			return err
 		}
 		p := filepath.Join(newUpper, dir)
 		if err := unix.Mkdir(p, 0o700); err != nil {
 			return fmt.Errorf("mkdir %s: %w", dir, err)
 		}
-		if err := unix.Lchown(p, int(st.Uid), int(st.Gid)); err != nil {
+		if err := unix.Lchown(p, int(e.UID), int(e.GID)); err != nil {
 			return err
 		}
-		if err := unix.Chmod(p, st.Mode&0o7777); err != nil {
+		if err := unix.Chmod(p, e.Mode&0o7777); err != nil {
 			return err
 		}
 		made[dir] = true
-		*dirs = append(*dirs, madeDir{dir, [2]unix.Timespec{st.Atim, st.Mtim}})
+		t := unix.NsecToTimespec(e.MTime)
+		*dirs = append(*dirs, madeDir{dir, [2]unix.Timespec{t, t}})
 	}
 	rel := filepath.FromSlash(path)
 	return os.Rename(filepath.Join(oldUpper, rel), filepath.Join(newUpper, rel))
@@ -273,8 +284,9 @@ func (cr *carry) moveOne(oldUpper, newUpper, path string, made map[string]bool, 
 // Workspace resumes on the generation its record names, where those
 // entries are missing. An entry goes back where the upperdir has nothing
 // at its path, and directories on both sides merge; the rest stays, for
-// freshDirs to set aside. The upperdir's directories keep their times,
-// which capture would otherwise take for changes.
+// freshDirs to set aside. Moving the entries out had touched the times
+// of the upperdir's directories, which capture would take for changes:
+// they get those of their counterparts, which move gave the Commit's.
 func (w *workspace) returnCarried(from string) {
 	if n := mergeBack(from, w.upper()); n > 0 {
 		w.logf("%d entries carried to %s before a crash are back in %s", n, from, w.upper())
@@ -282,32 +294,29 @@ func (w *workspace) returnCarried(from string) {
 }
 
 // mergeBack moves src's entries into dst where dst has none of the same
-// name, and merges the directories both hold; it returns how many moved.
+// name, and merges the directories both hold, giving dst's the times of
+// src's; it returns how many entries moved.
 func mergeBack(src, dst string) int {
 	entries, err := os.ReadDir(src)
-	if err != nil || len(entries) == 0 {
-		return 0
-	}
-	var dirSt unix.Stat_t
-	if err := unix.Lstat(dst, &dirSt); err != nil || dirSt.Mode&unix.S_IFMT != unix.S_IFDIR {
+	if err != nil {
 		return 0
 	}
 	n := 0
 	for _, e := range entries {
 		s, d := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
-		var st unix.Stat_t
+		var st, sst unix.Stat_t
 		switch err := unix.Lstat(d, &st); {
 		case errors.Is(err, unix.ENOENT):
 			if os.Rename(s, d) == nil {
 				n++
 			}
-		case err == nil && e.IsDir() && st.Mode&unix.S_IFMT == unix.S_IFDIR:
-			n += mergeBack(s, d)
+		case err == nil && e.IsDir() && st.Mode&unix.S_IFMT == unix.S_IFDIR && unix.Lstat(s, &sst) == nil:
+			if k := mergeBack(s, d); k > 0 {
+				n += k
+				unix.UtimesNanoAt(unix.AT_FDCWD, d, []unix.Timespec{sst.Atim, sst.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
+			}
 			os.Remove(s) // if now empty
 		}
-	}
-	if n > 0 {
-		unix.UtimesNanoAt(unix.AT_FDCWD, dst, []unix.Timespec{dirSt.Atim, dirSt.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
 	}
 	return n
 }

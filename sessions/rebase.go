@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
+	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/publish"
+	"github.com/layerfs/layerfs/store"
 )
 
 // rebase moves a Workspace whose commit conflicted onto the head it met,
@@ -28,22 +31,27 @@ func (w *workspace) rebase(res *publish.Result, c *publish.Capture) ([]string, e
 			return nil, fmt.Errorf("copy up %s before the rebase: %w", p, err)
 		}
 	}
-	ignored := &carry{}
+	settle := &carry{}
 	scan := newKeptScan(w.upper(), w.keptSeen)
 	for _, p := range c.Ignored {
-		if err := w.copyUpUnder(p, scan, ignored); err != nil {
+		if err := w.copyUpUnder(p, scan, settle); err != nil {
 			return nil, fmt.Errorf("copy up %s before the rebase: %w", p, err)
 		}
 	}
 	w.keptSeen = scan.next
+	// A directory renamed from one the head no longer has would show
+	// nothing of it there: it is copied up too.
+	if err := w.copyUpOrphans(c, res.Head, settle); err != nil {
+		return nil, err
+	}
 	if err := unmount(w.hostPath()); err != nil {
 		return nil, err
 	}
-	markers, err := w.rewriteUpper(res, c)
+	markers, err := w.rewriteUpper(res, c, settle.opaque)
 	if err != nil {
 		return nil, err
 	}
-	ignored.settleOpaque(w.upper(), w.logf)
+	settle.settleOpaque(w.upper(), w.logf)
 	if err := w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, res.Head); err != nil {
 		return nil, err
 	}
@@ -64,8 +72,10 @@ func (w *workspace) rebase(res *publish.Result, c *publish.Capture) ([]string, e
 	return markers, w.rec.save(w.dir())
 }
 
-// rewriteUpper edits the (unmounted) upperdir as rebase describes.
-func (w *workspace) rewriteUpper(res *publish.Result, c *publish.Capture) ([]string, error) {
+// rewriteUpper edits the (unmounted) upperdir as rebase describes; opaque
+// lists the directories rebase makes opaque, whose files copied up
+// without a change stay.
+func (w *workspace) rewriteUpper(res *publish.Result, c *publish.Capture, opaque []string) ([]string, error) {
 	upper := w.upper()
 	var markers []string
 	for _, pc := range res.Conflicts {
@@ -90,7 +100,16 @@ func (w *workspace) rewriteUpper(res *publish.Result, c *publish.Capture) ([]str
 			}
 		}
 	}
+	// Not in a directory about to be made opaque: nothing would show
+	// through there.
+	frozen := map[string]bool{}
+	for _, dir := range opaque {
+		frozen[filepath.ToSlash(dir)] = true
+	}
 	for _, p := range c.Unchanged {
+		if frozen[path.Dir(p)] {
+			continue
+		}
 		if err := removeUpper(upper, p); err != nil {
 			return nil, err
 		}
@@ -118,4 +137,31 @@ func removeUpper(upper, path string) error {
 		return nil
 	}
 	return err
+}
+
+// copyUpOrphans copies up through the view, whole, the renamed
+// directories c captured whose source head has no directory at (another
+// Workspace removed it), adding their directories to cr.opaque: on
+// head's lower layer their redirects would find nothing.
+func (w *workspace) copyUpOrphans(c *publish.Capture, head object.ID, cr *carry) error {
+	tree, err := w.headTree(head)
+	if err != nil {
+		return err
+	}
+	for _, ch := range c.Changes.Changes {
+		if ch.From == "" || ch.Entry == nil || ch.Entry.Type != store.TypeDir {
+			continue
+		}
+		e, err := w.d.s.Lookup(tree, ch.From)
+		if err == nil && e.Type == store.TypeDir {
+			continue
+		}
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err := w.copyUpRenamed(filepath.FromSlash(ch.Path), cr); err != nil {
+			return fmt.Errorf("copy up %s before the rebase: %w", ch.Path, err)
+		}
+	}
+	return nil
 }

@@ -508,6 +508,10 @@ func (w *workspace) prepareDiscardCarry() (*carry, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The lower layer stays, but a renamed directory's source shows again
+	// once the discard drops its whiteout, and overlayfs will not show
+	// two directories over one lower one (ESTALE): renamed directories
+	// are copied up whole, as for a commit.
 	return w.prepareCarry(c, w.rec.lease()), nil
 }
 
