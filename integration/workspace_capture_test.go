@@ -464,3 +464,41 @@ func TestCaptureUncommittedOrphanedRedirect(t *testing.T) {
 		t.Fatalf("CaptureUncommitted: ignored %v, %v; want [dst/x.o]", c.Ignored, err)
 	}
 }
+
+// A Workspace that changes /.layerfsignore is captured by its own rules,
+// as git reads .gitignore from the work tree: node_modules added with the
+// rule that ignores it stays out of the commit, and comes in once the
+// rule goes. The rule file is never read through a symlink.
+func TestWorkspaceOwnIgnoreRules(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
+	w := d.create(t, "main")
+	d.sh(t, w.ID, "printf 'node_modules/\\n%%include extra.ignore\\n' > .layerfsignore && printf '*.log\\n' > extra.ignore && "+
+		"mkdir -p node_modules/x && echo m > node_modules/x/i.js && echo l > run.log && echo b > a.txt")
+	pending := func(want ...string) {
+		t.Helper()
+		in, err := d.Inspect(w.ID)
+		if err != nil || !slices.Equal(in.Pending, want) {
+			t.Fatalf("pending %v, %v; want %v", in.Pending, err, want)
+		}
+	}
+	pending(".layerfsignore", "a.txt", "extra.ignore")
+	res := d.commit(t, w.ID, api.StatusCommitted)
+	if want := []api.UncommittedPath{{Path: "node_modules", Why: api.UncommittedIgnored}, {Path: "run.log", Why: api.UncommittedIgnored}}; !slices.Equal(res.Kept, want) {
+		t.Fatalf("kept %v, want %v", res.Kept, want)
+	}
+	head := exportRef(t, d.st, "main")
+	for p, want := range map[string]bool{"a.txt": true, ".layerfsignore": true, "extra.ignore": true, "node_modules": false, "run.log": false} {
+		if _, err := os.Lstat(filepath.Join(head, p)); (err == nil) != want {
+			t.Errorf("main holds %s: %v, want %v", p, err == nil, want)
+		}
+	}
+	// A symlink in its place is not followed: no rules, so the log counts.
+	d.sh(t, w.ID, "rm .layerfsignore && ln -s extra.ignore .layerfsignore")
+	pending(".layerfsignore", "node_modules", "node_modules/x", "node_modules/x/i.js", "run.log")
+	d.sh(t, w.ID, "rm .layerfsignore && printf 'node_modules/\\n' > .layerfsignore")
+	pending(".layerfsignore", "run.log")
+	d.commit(t, w.ID, api.StatusCommitted)
+	if got := d.read(t, "main", "run.log"); got != "l\n" {
+		t.Fatalf("run.log on main: %q", got)
+	}
+}

@@ -139,33 +139,49 @@ const maxIncludes = 16
 // <file>" lines (paths from the root) up to a bounded depth. A missing
 // file is no rules.
 func LoadRules(s *store.Store, root object.ID, file string) (*Rules, error) {
+	return LoadRulesWith(func(p string) ([]byte, error) {
+		e, err := s.Lookup(root, p)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if e.Type != store.TypeFile || e.Size > MaxRuleFile {
+			return nil, nil
+		}
+		data, err := readAll(s, &e)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", p, err)
+		}
+		return data, nil
+	}, file)
+}
+
+// MaxRuleFile: a rule file larger than this is no rules.
+const MaxRuleFile = 1 << 20
+
+// LoadRulesWith reads a rule file, and the files it includes, with read,
+// which returns a file's content by its path from the root, or nil for
+// one that is missing or not a regular file of at most 1 MiB.
+func LoadRulesWith(read func(path string) ([]byte, error), file string) (*Rules, error) {
 	r := &Rules{}
-	err := loadRuleFile(s, root, file, r, 0)
+	err := loadRuleFile(read, file, r, 0)
 	return r, err
 }
 
-func loadRuleFile(s *store.Store, root object.ID, file string, r *Rules, depth int) error {
+func loadRuleFile(read func(string) ([]byte, error), file string, r *Rules, depth int) error {
 	if depth > maxIncludes {
 		return fmt.Errorf("%s: %%include nested more than %d deep: %w", file, maxIncludes, store.ErrBadPath)
 	}
-	e, err := s.Lookup(root, file)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
+	data, err := read(file)
+	if err != nil || data == nil {
 		return err
-	}
-	if e.Type != store.TypeFile || e.Size > 1<<20 {
-		return nil
-	}
-	data, err := readAll(s, &e)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", file, err)
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSpace(line)
 		if inc, ok := strings.CutPrefix(line, "%include "); ok {
-			if err := loadRuleFile(s, root, strings.TrimPrefix(strings.TrimSpace(inc), "/"), r, depth+1); err != nil {
+			if err := loadRuleFile(read, strings.TrimPrefix(strings.TrimSpace(inc), "/"), r, depth+1); err != nil {
 				return err
 			}
 			continue

@@ -139,13 +139,17 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	return out, err
 }
 
-// ignoreRules reads /.layerfsignore from the branch head: ignored paths
-// are never captured. For a commit (forCommit), which will wait for the
+// ignoreRules reads /.layerfsignore: ignored paths are never captured.
+// The Workspace's own, if it changed the file (ownIgnoreRules), else the
+// branch head's. For a commit (forCommit), which will wait for the
 // writer's connection anyway, the head is read through it (HeadForWrite):
 // its page cache holds across commits, where a reader's is dropped after
 // every one (~0.2 ms). A read-only question (what is pending?) asks a
 // reader, and so never waits behind other Workspaces' writes.
 func (w *workspace) ignoreRules(forCommit bool) (*publish.Rules, error) {
+	if r, ok, err := w.ownIgnoreRules(); ok {
+		return r, err
+	}
 	var head object.ID
 	var err error
 	if forCommit {

@@ -1,0 +1,71 @@
+package sessions
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/layerfs/layerfs/publish"
+	"github.com/layerfs/layerfs/store"
+)
+
+// ownIgnoreRules reads the ignore rules as the Workspace sees them when
+// it changed /.layerfsignore (its upperdir holds an entry there, a
+// deletion's too): as git reads .gitignore from the work tree, a commit
+// that adds node_modules/ to the file leaves node_modules out. ok is
+// false when the Workspace left the file alone: the branch head's rules
+// apply. The files are read through the view, never following a
+// symlink nor leaving it: a command may have put anything there.
+func (w *workspace) ownIgnoreRules() (r *publish.Rules, ok bool, err error) {
+	if _, err := os.Lstat(filepath.Join(w.upper(), publish.IgnoreFile)); err != nil {
+		return nil, false, nil
+	}
+	root, err := unix.Open(w.hostPath(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, true, fmt.Errorf("read the Workspace's %s: %w", publish.IgnoreFile, err)
+	}
+	defer unix.Close(root)
+	r, err = publish.LoadRulesWith(func(p string) ([]byte, error) { return readBeneath(root, p) }, publish.IgnoreFile)
+	if err != nil {
+		return nil, true, fmt.Errorf("the Workspace's %s: %w", publish.IgnoreFile, err)
+	}
+	return r, true, nil
+}
+
+// readBeneath reads the regular file at p (slash-separated, from root) if
+// it is at most publish.MaxRuleFile bytes, and returns nil for one that is
+// missing, not a regular file, too big, or reached through a symlink.
+func readBeneath(root int, p string) ([]byte, error) {
+	if _, err := store.SplitPath(p); err != nil {
+		return nil, err
+	}
+	flags := unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOFOLLOW
+	fd, err := unix.Openat2(root, p, &unix.OpenHow{
+		Flags:   uint64(flags),
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_XDEV,
+	})
+	if errors.Is(err, unix.ENOSYS) { // Linux < 5.6: the last component is still not followed
+		fd, err = unix.Openat(root, p, flags, 0)
+	}
+	switch {
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("open %s: %w", p, err)
+	}
+	f := os.NewFile(uintptr(fd), p)
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() > publish.MaxRuleFile {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, publish.MaxRuleFile+1))
+	if err != nil || len(data) > publish.MaxRuleFile {
+		return nil, err
+	}
+	return data, nil
+}
