@@ -226,9 +226,9 @@ func (cr *carry) move(oldUpper, newUpper string, log func(string, ...any)) {
 	slices.SortFunc(cr.dropped, func(a, b api.UncommittedPath) int { return strings.Compare(a.Path, b.Path) })
 }
 
-// settleOpaque makes the directories copyUpUnder copied up whole opaque
-// in upper, not mounted: they hold all their entries now, and take none
-// from the lower layer, nor from where they were renamed from.
+// settleOpaque makes the directories copyUpRenamed copied up whole
+// opaque in upper, not mounted: they hold all their entries now, and
+// take none from the lower layer, nor from where they were renamed from.
 func (cr *carry) settleOpaque(upper string, log func(string, ...any)) {
 	for _, dir := range cr.opaque {
 		p := filepath.Join(upper, dir)
