@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,10 @@ import (
 	"testing"
 	"time"
 
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
 	"github.com/layerfs/layerfs"
 	"github.com/layerfs/layerfs/api"
 	"github.com/layerfs/layerfs/sessions"
@@ -24,7 +29,8 @@ import (
 // serves three dirty Workspaces, one of them with a command still running
 // inside. The restarted daemon detaches the stale mounts, brings the three
 // back with their changes (same ids, same pending paths, same contents),
-// commits each, and on SIGTERM leaves nothing mounted.
+// and commits each; killed in turn, it starts again at once, and on
+// SIGTERM leaves nothing mounted.
 func TestDaemonKill9(t *testing.T) {
 	src := t.TempDir()
 	writeTree(t, src, map[string]string{
@@ -102,18 +108,23 @@ func TestDaemonKill9(t *testing.T) {
 		}
 	}
 
-	w, err := p2.client.Create(ctx, api.CreateRequest{})
+	// A second crash, and a start at once, while the killed process may
+	// still be going: its FUSE mount answers ENOTCONN meanwhile.
+	p2.cmd.Process.Signal(syscall.SIGKILL)
+	p3 := startDaemonProc(t, storePath, stateDir)
+	<-p2.exited
+	w, err := p3.client.Create(ctx, api.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := "new0\nd\na\nchanged\n3000000\nx\ny\nz\nx\n"
-	if got := execOK(t, p2.client, w.ID, "cat new0.txt deep/er/f a.txt; wc -c < big.bin; ls dir2; cat link; test ! -e gone.txt && test ! -e dir"); got != want {
+	if got := execOK(t, p3.client, w.ID, "cat new0.txt deep/er/f a.txt; wc -c < big.bin; ls dir2; cat link; test ! -e gone.txt && test ! -e dir"); got != want {
 		t.Errorf("a new Workspace over the three commits shows %q, want %q", got, want)
 	}
-	if err := p2.client.End(ctx, w.ID, false); err != nil {
+	if err := p3.client.End(ctx, w.ID, false); err != nil {
 		t.Fatal(err)
 	}
-	p2.stop(t)
+	p3.stop(t)
 	if left := mountsUnder(stateDir); len(left) > 0 {
 		t.Errorf("mounts left after SIGTERM:\n%s", strings.Join(left, "\n"))
 	}
@@ -399,4 +410,53 @@ func TestRestartAfterInterruptedCarry(t *testing.T) {
 	if got := d.sh(t, w.ID, "cat a.txt build/sub/o lib/build/o && test -p pipe && echo ok"); got != "a\nout\nlib\nok\n" {
 		t.Fatalf("after a second discard the Workspace reads %q", got)
 	}
+}
+
+// TestDaemonStartsOverDeadFUSEMount: a crashed daemon's FUSE mount of the
+// Store answers ENOTCONN to everything, even a stat of its mount point,
+// until it is detached. A daemon starting over it detaches it first. A
+// FUSE mount whose connection is aborted (/sys/fs/fuse/connections) is
+// such a mount, made on purpose.
+func TestDaemonStartsOverDeadFUSEMount(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, map[string]string{"a.txt": "a\n"})
+	storePath := initStore(t, src)
+	stateDir := filepath.Join(t.TempDir(), "state")
+	lower := filepath.Join(stateDir, "lower")
+	if err := os.MkdirAll(lower, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	server, err := gofs.Mount(lower, &gofs.Inode{}, &gofs.Options{MountOptions: fuse.MountOptions{DirectMount: true, FsName: "dead"}})
+	if err != nil {
+		t.Skipf("no FUSE mount to kill: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(lower, unix.MNT_DETACH) })
+	var st unix.Stat_t
+	if err := unix.Stat(lower, &st); err != nil {
+		t.Fatal(err)
+	}
+	const conns = "/sys/fs/fuse/connections"
+	abort := fmt.Sprintf("%s/%d/abort", conns, unix.Minor(st.Dev))
+	if _, err := os.Stat(abort); err != nil {
+		if err := unix.Mount("fusectl", conns, "fusectl", 0, ""); err != nil {
+			t.Skipf("no %s to abort the FUSE connection with: %v", conns, err)
+		}
+		t.Cleanup(func() { unix.Unmount(conns, 0) })
+	}
+	if err := os.WriteFile(abort, []byte("1"), 0); err != nil {
+		t.Fatalf("abort the FUSE connection: %v", err)
+	}
+	server.Wait()
+	if err := unix.Stat(lower, &st); !errors.Is(err, unix.ENOTCONN) {
+		t.Fatalf("stat of the dead mount: %v, want ENOTCONN", err)
+	}
+	p := startDaemonProc(t, storePath, stateDir)
+	w, err := p.client.Create(context.Background(), api.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := execOK(t, p.client, w.ID, "cat a.txt"); got != "a\n" {
+		t.Fatalf("a Workspace reads %q", got)
+	}
+	p.stop(t)
 }

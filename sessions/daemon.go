@@ -127,13 +127,15 @@ func (d *Daemon) dir(parts ...string) string {
 
 // setup cleans what a crashed daemon left and mounts the Store.
 func (d *Daemon) setup() error {
+	// First: a crashed daemon's FUSE mount answers ENOTCONN, so that
+	// even making sure its mount point exists fails while it is there.
+	if err := d.cleanStaleMounts(); err != nil {
+		return err
+	}
 	for _, p := range []string{d.dir("lower"), d.dir("mnt")} {
 		if err := os.MkdirAll(p, 0o700); err != nil {
 			return err
 		}
-	}
-	if err := d.cleanStaleMounts(); err != nil {
-		return err
 	}
 	if err := d.setupVolume(); err != nil {
 		return err
