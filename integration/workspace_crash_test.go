@@ -460,3 +460,42 @@ func TestDaemonStartsOverDeadFUSEMount(t *testing.T) {
 	}
 	p.stop(t)
 }
+
+// TestStateDirInUse: a second daemon on a state directory another one
+// serves is refused, naming it, and leaves the first one's mounts alone;
+// once the first is gone the directory is free.
+func TestStateDirInUse(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, map[string]string{"a.txt": "a\n"})
+	storePath := initStore(t, src)
+	stateDir := filepath.Join(t.TempDir(), "state")
+	p := startDaemonProc(t, storePath, stateDir)
+	st, err := layerfs.Open(storePath, layerfs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	second, err := sessions.Start(sessions.Config{Store: st.Backend(), StateDir: stateDir, Self: layerfsBin})
+	if err == nil {
+		second.Close()
+		t.Fatal("a second daemon started on a state directory in use")
+	}
+	if !errors.Is(err, sessions.ErrStateInUse) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", p.cmd.Process.Pid)) {
+		t.Fatalf("second daemon: %v; want ErrStateInUse naming pid %d", err, p.cmd.Process.Pid)
+	}
+	w, err := p.client.Create(context.Background(), api.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := execOK(t, p.client, w.ID, "cat a.txt"); got != "a\n" {
+		t.Fatalf("the first daemon's Workspace reads %q", got)
+	}
+	p.kill()
+	again, err := sessions.Start(sessions.Config{Store: st.Backend(), StateDir: stateDir, Self: layerfsBin})
+	if err != nil {
+		t.Fatalf("after the first daemon died: %v", err)
+	}
+	if err := again.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

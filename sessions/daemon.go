@@ -5,10 +5,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -71,6 +73,9 @@ type Daemon struct {
 	// clones files.
 	volume string
 	data   *dataLayer
+	// lock holds the state directory's lock (lockStateDir) until the
+	// daemon is done with it.
+	lock *os.File
 
 	mu      sync.Mutex
 	ws      map[string]*workspace
@@ -101,13 +106,18 @@ func Start(cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	cfg.StateDir = abs
+	lock, err := lockStateDir(abs)
+	if err != nil {
+		return nil, err
+	}
 	inst, err := stateInstance(abs)
 	if err != nil {
+		lock.Close()
 		return nil, err
 	}
 	host, _ := os.Hostname()
 	d := &Daemon{cfg: cfg, s: cfg.Store, log: cfg.Logger, ws: map[string]*workspace{}, asides: make(chan string, 8),
-		id: fmt.Sprintf("%s:%d:%s@%s", host, os.Getpid(), abs, inst)}
+		id: fmt.Sprintf("%s:%d:%s@%s", host, os.Getpid(), abs, inst), lock: lock}
 	d.spares = &spares{d: d}
 	if err := d.setup(); err != nil {
 		d.teardown()
@@ -352,7 +362,35 @@ func (d *Daemon) teardown() error {
 		errs = append(errs, unmountVolume(d.volume))
 		d.volume = ""
 	}
+	if d.lock != nil {
+		d.lock.Close() // lets the next daemon have the state directory
+		d.lock = nil
+	}
 	return errors.Join(errs...)
+}
+
+// lockStateDir takes the state directory for this process: a second
+// daemon on it would take the first's mounts for a crash's leftovers and
+// detach them. The lock (flock on dir/daemon.lock) goes with the process,
+// however it ends; the file names the last holder's pid, for the error.
+func lockStateDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "daemon.lock"), os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock the state directory: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		holder, _ := io.ReadAll(io.LimitReader(f, 32))
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s is in use by another daemon (pid %s); give this one a --state-dir of its own",
+				ErrStateInUse, dir, strings.TrimSpace(string(holder)))
+		}
+		return nil, fmt.Errorf("lock the state directory %s: %w", dir, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil
 }
 
 // Health reports the daemon's status.

@@ -18,4 +18,6 @@ var (
 	ErrRunning = errors.New("processes still run in the workspace")
 	// ErrClosed: the daemon is shutting down.
 	ErrClosed = errors.New("daemon is shutting down")
+	// ErrStateInUse: another daemon holds the state directory.
+	ErrStateInUse = errors.New("state directory in use")
 )
