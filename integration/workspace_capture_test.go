@@ -465,10 +465,11 @@ func TestCaptureUncommittedOrphanedRedirect(t *testing.T) {
 	}
 }
 
-// A Workspace that changes /.layerfsignore is captured by its own rules,
-// as git reads .gitignore from the work tree: node_modules added with the
-// rule that ignores it stays out of the commit, and comes in once the
-// rule goes. The rule file is never read through a symlink.
+// A Workspace is captured by the /.layerfsignore it sees, as git reads
+// .gitignore from the work tree: node_modules added with the rule that
+// ignores it stays out of the commit, and comes in once the rule goes; a
+// head whose rules changed meanwhile does not count until the Workspace
+// follows it. The rule file is never read through a symlink.
 func TestWorkspaceOwnIgnoreRules(t *testing.T) {
 	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
 	w := d.create(t, "main")
@@ -501,4 +502,12 @@ func TestWorkspaceOwnIgnoreRules(t *testing.T) {
 	if got := d.read(t, "main", "run.log"); got != "l\n" {
 		t.Fatalf("run.log on main: %q", got)
 	}
+
+	// Rules that change on the head apply once the Workspace follows it:
+	// until then it goes by the file it shows.
+	other := d.create(t, "main")
+	d.sh(t, other.ID, "printf '*.tmp\\n' > .layerfsignore")
+	d.commit(t, other.ID, api.StatusCommitted)
+	d.sh(t, w.ID, "echo t > x.tmp && echo k > node_modules/x/k.js")
+	pending("x.tmp")
 }

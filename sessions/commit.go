@@ -59,7 +59,7 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	// beside the capture, which it only decides whether to keep.
 	running := make(chan int, 1)
 	go func() { running <- w.d.reaper.running(w.holder.ns) }()
-	rules, err := w.ignoreRules(true)
+	rules, err := w.ignoreRules()
 	if err != nil {
 		return api.CommitResult{}, err
 	}
@@ -137,36 +137,6 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	out.Receipt.RemountMS = ms(time.Since(remount))
 	out.Receipt.TotalMS = ms(time.Since(start))
 	return out, err
-}
-
-// ignoreRules reads /.layerfsignore: ignored paths are never captured.
-// The Workspace's own, if it changed the file (ownIgnoreRules), else the
-// branch head's. For a commit (forCommit), which will wait for the
-// writer's connection anyway, the head is read through it (HeadForWrite):
-// its page cache holds across commits, where a reader's is dropped after
-// every one (~0.2 ms). A read-only question (what is pending?) asks a
-// reader, and so never waits behind other Workspaces' writes.
-func (w *workspace) ignoreRules(forCommit bool) (*publish.Rules, error) {
-	if r, ok, err := w.ownIgnoreRules(); ok {
-		return r, err
-	}
-	var head object.ID
-	var err error
-	if forCommit {
-		head, err = w.d.s.HeadForWrite(w.rec.Branch)
-	} else {
-		var b store.Branch
-		b, err = w.d.s.Branch(w.rec.Branch)
-		head = b.Head
-	}
-	if err != nil {
-		return nil, err
-	}
-	c, err := w.d.s.Commit(head)
-	if err != nil {
-		return nil, err
-	}
-	return publish.LoadRules(w.d.s, c.Tree, publish.IgnoreFile)
 }
 
 func resultOf(res *publish.Result, c *publish.Capture) api.CommitResult {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"golang.org/x/sys/unix"
 
@@ -13,27 +12,25 @@ import (
 	"github.com/layerfs/layerfs/store"
 )
 
-// ownIgnoreRules reads the ignore rules as the Workspace sees them when
-// it changed /.layerfsignore (its upperdir holds an entry there, a
-// deletion's too): as git reads .gitignore from the work tree, a commit
-// that adds node_modules/ to the file leaves node_modules out. ok is
-// false when the Workspace left the file alone: the branch head's rules
-// apply. The files are read through the view, never following a
-// symlink nor leaving it: a command may have put anything there.
-func (w *workspace) ownIgnoreRules() (r *publish.Rules, ok bool, err error) {
-	if _, err := os.Lstat(filepath.Join(w.upper(), publish.IgnoreFile)); err != nil {
-		return nil, false, nil
-	}
+// ignoreRules reads the ignore rules a Workspace's capture goes by: its
+// /.layerfsignore as it sees it, with what it includes — the leased
+// Commit's, or the Workspace's own once it changed it — as git reads
+// .gitignore from the work tree. A commit that adds node_modules/ to the
+// file leaves node_modules out; a head whose rules changed since the
+// lease changes nothing until the Workspace follows it. (The gate goes
+// by the head's.) The files are read through the view, never following
+// a symlink nor leaving it: a command may have put anything there.
+func (w *workspace) ignoreRules() (*publish.Rules, error) {
 	root, err := unix.Open(w.hostPath(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, true, fmt.Errorf("read the Workspace's %s: %w", publish.IgnoreFile, err)
+		return nil, fmt.Errorf("read the Workspace's %s: %w", publish.IgnoreFile, err)
 	}
 	defer unix.Close(root)
-	r, err = publish.LoadRulesWith(func(p string) ([]byte, error) { return readBeneath(root, p) }, publish.IgnoreFile)
+	r, err := publish.LoadRulesWith(func(p string) ([]byte, error) { return readBeneath(root, p) }, publish.IgnoreFile)
 	if err != nil {
-		return nil, true, fmt.Errorf("the Workspace's %s: %w", publish.IgnoreFile, err)
+		return nil, fmt.Errorf("the Workspace's %s: %w", publish.IgnoreFile, err)
 	}
-	return r, true, nil
+	return r, nil
 }
 
 // readBeneath reads the regular file at p (slash-separated, from root) if

@@ -258,13 +258,12 @@ func (d *Daemon) Inspect(id string) (api.Workspace, error) {
 // pending lists the uncommitted changed paths, hashing but storing nothing.
 func (w *workspace) pending() ([]string, error) {
 	// Every change leaves an entry in the upperdir: an empty one holds
-	// none, and the ignore rules need not be read (the branch head, read
-	// through a reader whose cache the last commit dropped: ~0.15 ms of an
-	// end right after a commit).
+	// none, and neither the ignore rules nor the upperdir need be read
+	// (an end right after a commit).
 	if empty, err := dirEmpty(w.upper()); err == nil && empty {
 		return nil, nil
 	}
-	rules, err := w.ignoreRules(false)
+	rules, err := w.ignoreRules()
 	if err != nil {
 		return nil, err
 	}
@@ -500,7 +499,7 @@ func (w *workspace) prepareDiscardCarry() (*carry, error) {
 	if empty, err := dirEmpty(w.upper()); err != nil || empty {
 		return nil, err
 	}
-	rules, err := w.ignoreRules(false)
+	rules, err := w.ignoreRules()
 	if err != nil {
 		return nil, err
 	}
