@@ -118,6 +118,11 @@ func (g *gate) reconcileOne(r *reconciled, c *Change, baseTree object.ID, hc *st
 	switch {
 	case fb == fh, fo == fh:
 		return true, nil // head left it alone, or made the same change
+	case metaOnly(c) && he == nil && be != nil && !g.addsBelow(c.Path):
+		// Head removed the directory, and ours only touched its metadata
+		// (an ignored file made in it, say): head's removal stands, where
+		// ours would bring back an empty directory.
+		return false, nil
 	case metaOnly(c) && (he == nil || he.Type == store.TypeDir):
 		return true, nil // a directory kept or made: below it both may change
 	case rules.ignore.Match(c.Path, isDir(c.Entry) || isDir(he)):
@@ -126,6 +131,16 @@ func (g *gate) reconcileOne(r *reconciled, c *Change, baseTree object.ID, hc *st
 		return g.lastWriterWins(r, c, he, hc), nil
 	}
 	return g.merge(r, c, be, he)
+}
+
+// addsBelow reports whether the changeset puts anything below dir.
+func (g *gate) addsBelow(dir string) bool {
+	for _, c := range g.cs.Changes {
+		if c.Entry != nil && strings.HasPrefix(c.Path, dir+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func fpOrZero(e *store.Entry) Fingerprint {

@@ -279,3 +279,36 @@ func TestPublishStopsStageReadsThroughWriter(t *testing.T) {
 		t.Errorf("merged a.txt = %q", got)
 	}
 }
+
+// A directory head removed, which ours only touched (its mtime, as a
+// file the ignore rules keep out changes it): head's removal stands. With
+// something new below it, ours brings it back.
+func TestGateMetadataOfARemovedDirectory(t *testing.T) {
+	r := newRepo(t, map[string]string{"a.txt": "a\n", "out/x": "x\n", "keep/y": "y\n"})
+	base := r.head()
+	r.publish(base, "operation:head", 20, nil, []string{"out", "keep"})
+	touched := func(p string) Change {
+		return Change{Path: p, Entry: &store.Entry{Type: store.TypeDir, Mode: 0o755, MTime: 99}}
+	}
+	st := r.s.NewStage()
+	f, err := extents.WriteBytes(st, []byte("new\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := &Changeset{Base: base, Changes: []Change{touched("out"), touched("keep"),
+		{Path: "keep/new", Entry: &store.Entry{Type: store.TypeFile, Mode: 0o644, ID: f.ID, Size: f.Size, MTime: 30}}}}
+	res, err := Publish(r.s, "main", cs, st, Meta{Origin: "operation:ours", Message: "test"})
+	if err != nil || res.Status != Committed {
+		t.Fatalf("publish: %v, %v", res, err)
+	}
+	c, _ := r.s.Commit(r.head())
+	if _, err := r.s.Lookup(c.Tree, "out"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("out after ours: %v; want it still removed", err)
+	}
+	if got := r.read("keep/new"); got != "new\n" {
+		t.Errorf("keep/new: %q", got)
+	}
+	if e, err := r.s.Lookup(c.Tree, "keep"); err != nil || e.MTime != 99 {
+		t.Errorf("keep: %+v, %v; want ours, mtime 99", e, err)
+	}
+}
