@@ -126,6 +126,14 @@ func TestSocketAPIWithCurl(t *testing.T) {
 	}
 	decodeJSON(t, call("POST", "/workspaces", `{"path":"relative"}`, 400), &e)
 	decodeJSON(t, call("POST", "/workspaces/"+a.ID+"/exec", `{"argv":`, 400), &e)
+	decodeJSON(t, call("POST", "/workspaces", `{"branhc":"main"}`, 400), &e) // misspelt: not main by default
+	if e.Code != api.CodeBadRequest || !strings.Contains(e.Error, "branhc") {
+		t.Errorf("an unknown field: %+v", e)
+	}
+	decodeJSON(t, call("GET", "/nowhere", "", 404), &e)
+	if e.Code != api.CodeNotFound || !strings.Contains(e.Error, "GET /nowhere") {
+		t.Errorf("an unknown route: %+v", e)
+	}
 	decodeJSON(t, call("DELETE", "/workspaces/"+b.ID, "", 409), &e)
 	if e.Code != api.CodeDirty {
 		t.Errorf("ending a dirty Workspace: %+v", e)
@@ -182,7 +190,12 @@ func TestWSCommandAgainstDaemon(t *testing.T) {
 	if out, errOut := ws(5, "exec", a, "--", "sh", "-c", "echo cli > a.txt; echo new > b.txt; cat a.txt; echo oops >&2; exit 5"); out != "cli\n" || errOut != "oops\n" {
 		t.Errorf("ws exec: %q %q", out, errOut)
 	}
-	ws(2, "exec", "--cwd", "sub", b, "--", "pwd") // no such directory yet
+	if _, errOut := ws(3, "exec", "--cwd", "sub", b, "--", "pwd"); !strings.Contains(errOut, "cwd "+src2+"/sub: no such directory") { // not yet
+		t.Errorf("ws exec --cwd of a missing directory: %q", errOut)
+	}
+	if _, errOut := ws(2, "exec", "--cwd", "../", b, "--", "pwd"); !strings.Contains(errOut, `cwd "../" leaves the Workspace`) {
+		t.Errorf("ws exec --cwd ../: %q", errOut)
+	}
 	ws(0, "exec", b, "--", "mkdir", "sub")
 	if out, _ := ws(0, "exec", "--cwd", "sub", b, "--", "pwd"); out != src2+"/sub\n" {
 		t.Errorf("ws exec --cwd sub: %q", out)

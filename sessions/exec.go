@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/store"
 )
 
 // maxOutput bounds the stdout and stderr an exec keeps for its reply; the
@@ -36,6 +37,11 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, strea
 	}
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
 		return api.ExecResult{}, fmt.Errorf("%w: exec needs argv", ErrBadRequest)
+	}
+	for _, kv := range req.Env {
+		if !strings.Contains(kv, "=") {
+			return api.ExecResult{}, fmt.Errorf("%w: env %q: want KEY=VALUE", ErrBadRequest, kv)
+		}
 	}
 	d.metrics.execs.Add(1)
 	w.aheadOfCommand()
@@ -140,6 +146,9 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 		dir = req.Cwd
 		if !path.IsAbs(dir) {
 			dir = path.Join(w.rec.Path, dir)
+			if dir != w.rec.Path && !strings.HasPrefix(dir, strings.TrimSuffix(w.rec.Path, "/")+"/") {
+				return nil, nil, fmt.Errorf("%w: cwd %q leaves the Workspace", ErrBadRequest, req.Cwd)
+			}
 		}
 	}
 	stdout, err := newOutPipe()
@@ -154,7 +163,12 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 	}
 	w.d.reaper.track(w.holder.ns)
 	var cmd *exec.Cmd
+	errNoDir := errors.New("no such directory")
 	err = w.holder.inNamespace(req.IsolateNetwork, func() error {
+		// Else the start fails naming the program, not the directory.
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return errNoDir
+		}
 		// Look the program up here, so a path inside the Workspace works.
 		cmd = exec.Command(req.Argv[0], req.Argv[1:]...)
 		cmd.Dir = dir
@@ -175,6 +189,9 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 	if err != nil {
 		stdout.r.Close()
 		stderr.r.Close()
+		if err == errNoDir {
+			return nil, nil, fmt.Errorf("cwd %s: no such directory: %w", dir, store.ErrNotFound)
+		}
 		return nil, nil, fmt.Errorf("%w: start %s: %v", ErrBadRequest, req.Argv[0], err)
 	}
 	go stdout.copy(out.writer("stdout"))

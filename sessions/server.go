@@ -67,6 +67,10 @@ func (d *Daemon) Handler() http.Handler {
 		err := d.End(r.PathValue("id"), discard)
 		respond(w, map[string]bool{"ended": err == nil}, err)
 	})
+	// Anything else, a JSON error too, as the API's errors are.
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		respond(w, nil, fmt.Errorf("no route %s %s (the routes: api/doc.go): %w", r.Method, r.URL.Path, store.ErrNotFound))
+	})
 	return mux
 }
 
@@ -130,7 +134,9 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	if r.ContentLength == 0 {
 		return true
 	}
-	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields() // a misspelt field is a mistake, not a default
+	if err := dec.Decode(v); err != nil {
 		respond(w, nil, fmt.Errorf("%w: body: %v", ErrBadRequest, err))
 		return false
 	}
