@@ -281,7 +281,7 @@ func conflictPaths(cs []PathConflict) []string {
 }
 
 // ErrMarkers: a file about to land still holds conflict markers.
-var ErrMarkers = fmt.Errorf("conflict markers left in the file: resolve them, or commit with force")
+var ErrMarkers = fmt.Errorf("conflict markers left in the file: resolve them, or commit with force (ws commit --force, \"force\": true)")
 
 // checkMarkers refuses text files that still hold a complete marker block
 // as the gate writes them.

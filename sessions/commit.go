@@ -77,7 +77,7 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 		}
 	}()
 	if n > 0 && !req.AllowRunning {
-		return api.CommitResult{}, fmt.Errorf("%w: %d; what they write after the capture would not be kept: wait for them, or commit with allow_running", ErrRunning, n)
+		return api.CommitResult{}, fmt.Errorf("%w: %d; what they write after the capture would not be kept: wait for them, or commit with allow_running (ws commit --allow-running)", ErrRunning, n)
 	}
 	msg := req.Message
 	if msg == "" {

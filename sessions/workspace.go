@@ -534,7 +534,7 @@ func (d *Daemon) End(id string, discard bool) error {
 			return fmt.Errorf("end %s: %w", id, err)
 		}
 		if len(pending) > 0 {
-			return fmt.Errorf("end %s: %w: %s; commit them, or end with discard", id, ErrDirty, summarize(pending))
+			return fmt.Errorf("end %s: %w: %s; commit them, or end with discard (ws end --discard, ?discard=1)", id, ErrDirty, summarize(pending))
 		}
 	}
 	d.mu.Lock()

@@ -132,6 +132,12 @@ func open(path string, opts Options) (*Store, error) {
 }
 
 func checkPath(path string, opts Options) error {
+	if _, err := os.Stat(filepath.Dir(path)); errors.Is(err, fs.ErrNotExist) {
+		if !opts.Create {
+			return fmt.Errorf("%w: no Store at this path, nor its directory (create one with layerfs init)", ErrNotFound)
+		}
+		return fmt.Errorf("%w: the directory for the Store does not exist", ErrNotFound)
+	}
 	if err := CheckFilesystem(path); err != nil {
 		return err
 	}

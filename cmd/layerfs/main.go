@@ -35,7 +35,11 @@ func main() {
 
 // run runs one command line and returns its exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || isHelp(args[0]) {
+	if len(args) == 0 { // a mistake, as for git: usage, to stderr
+		usage(stderr)
+		return exitUsage
+	}
+	if isHelp(args[0]) {
 		usage(stdout)
 		return exitOK
 	}

@@ -90,6 +90,8 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"cat", "--store", store, "main:src"}, exitUsage, "directory"},
 		{[]string{"init", "--store", store, "/nonexistent-dir"}, exitNotFound, "/nonexistent-dir"},
 		{[]string{"ls", "--store", filepath.Join(t.TempDir(), "none"), "main"}, exitNotFound, "layerfs init"},
+		{[]string{"log", "--store", "/nonexistent-dir/x.layerfs", "main"}, exitNotFound, "layerfs init"},
+		{nil, exitUsage, "Usage: layerfs"},
 		{[]string{"ls", "--store", "/proc/x.layerfs", "main"}, exitUnsupported, "proc"},
 		{[]string{"branch", "--store", store, "fork", "main", "main"}, exitConflict, "exists"},
 		{[]string{"branch", "--store", store, "fork", "a b", "main"}, exitUsage, "branch name"},

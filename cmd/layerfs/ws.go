@@ -19,13 +19,20 @@ var wsFlags struct {
 	isolate, discard, force, stdin     bool
 	all                                bool
 	allowRunning                       bool
-	env                                stringList
+	env                                envList
 }
 
-type stringList []string
+// envList collects repeated --env KEY=VALUE flags.
+type envList []string
 
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+func (l *envList) String() string { return strings.Join(*l, ",") }
+func (l *envList) Set(v string) error {
+	if !strings.Contains(v, "=") {
+		return fmt.Errorf("want KEY=VALUE, not %q", v)
+	}
+	*l = append(*l, v)
+	return nil
+}
 
 func init() {
 	register(&command{
@@ -58,7 +65,7 @@ func init() {
 			c.fs.StringVar(&wsFlags.socket, "socket", os.Getenv("LAYERFS_SOCKET"), "the daemon's unix socket `PATH`")
 			c.fs.StringVar(&wsFlags.branch, "branch", "main", "branch to create a Workspace of")
 			c.fs.StringVar(&wsFlags.path, "path", api.DefaultPath, "where the Workspace appears to its commands")
-			c.fs.StringVar(&wsFlags.cwd, "cwd", "", "working directory for exec, relative to the Workspace")
+			c.fs.StringVar(&wsFlags.cwd, "cwd", "", "working directory for exec: relative to the Workspace, or absolute as its commands see the filesystem")
 			c.fs.StringVar(&wsFlags.message, "message", "", "commit message")
 			c.fs.StringVar(&wsFlags.message, "m", "", "commit message (short for --message)")
 			c.fs.DurationVar(&wsFlags.timeout, "timeout", 0, "kill the command after this long (0: never)")
