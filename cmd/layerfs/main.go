@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/layerfs/layerfs/sessions"
 )
@@ -44,6 +45,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	cmd, ok := commands[args[0]]
+	if !ok && strings.HasPrefix(args[0], "-") {
+		fmt.Fprintf(stderr, "layerfs: %s before the command: flags go after it, as in layerfs log %s ...; run layerfs --help\n", args[0], args[0])
+		return exitUsage
+	}
 	if !ok {
 		fmt.Fprintf(stderr, "layerfs: unknown command %q; run layerfs --help\n", args[0])
 		return exitUsage
@@ -91,6 +96,18 @@ Commands:
 	}
 	fmt.Fprint(w, `
 The Store is --store FILE, or $LAYERFS_STORE. Run layerfs COMMAND --help for
-a command's flags.
+a command's flags; they go after the command.
+
+Exit codes:
+  0  success (committed or up to date, for a call that writes)
+  1  any other error
+  2  bad flags, arguments, names or paths (.., absolute paths, a binary file for edit)
+  3  not found: unknown ref, branch, path or Workspace, no Store, edit text not found
+  4  conflict: the branch changed the same path, overlapping edits; also already
+     exists, ambiguous ref prefix, uncommitted changes, conflict markers left,
+     commands still running at a commit, the Workspace cap
+  5  the Store is damaged
+  6  unsupported: a Store on an unsupported filesystem, a newer format, not a Store
+  ws exec exits with its command's own status.
 `)
 }

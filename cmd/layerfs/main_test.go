@@ -92,6 +92,8 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"ls", "--store", filepath.Join(t.TempDir(), "none"), "main"}, exitNotFound, "layerfs init"},
 		{[]string{"log", "--store", "/nonexistent-dir/x.layerfs", "main"}, exitNotFound, "layerfs init"},
 		{nil, exitUsage, "Usage: layerfs"},
+		{[]string{"--store", store, "log", "main"}, exitUsage, "flags go after"},
+		{[]string{"ws", "bogus", "x"}, exitUsage, "unknown ws subcommand"},
 		{[]string{"ls", "--store", "/proc/x.layerfs", "main"}, exitUnsupported, "proc"},
 		{[]string{"branch", "--store", store, "fork", "main", "main"}, exitConflict, "exists"},
 		{[]string{"branch", "--store", store, "fork", "a b", "main"}, exitUsage, "branch name"},

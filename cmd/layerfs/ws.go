@@ -87,6 +87,11 @@ func runWS(c *cli, args []string) error {
 	if err := c.want(args, 1, -1); err != nil {
 		return err
 	}
+	switch args[0] {
+	case "create", "ls", "inspect", "exec", "commit", "discard", "end":
+	default:
+		return fmt.Errorf("%w: unknown ws subcommand %q (create, ls, inspect, exec, commit, discard, end)", errUsage, args[0])
+	}
 	if wsFlags.socket == "" {
 		return fmt.Errorf("%w: no daemon socket: pass --socket PATH or set LAYERFS_SOCKET", errUsage)
 	}
