@@ -220,12 +220,21 @@ func prepareMountpoint(mnt string, logger *log.Logger) error {
 		}
 		logger.Printf("detached a stale mount at %s left by a server that died", mnt)
 	}
+	return checkMountpoint(mnt)
+}
+
+// checkMountpoint refuses a mount point that is missing (store.ErrNotFound),
+// not a directory (store.ErrBadPath) or a live layerfs mount already
+// (ErrMounted).
+func checkMountpoint(mnt string) error {
 	var st unix.Stat_t
-	if err := unix.Stat(mnt, &st); err != nil {
+	if err := unix.Stat(mnt, &st); errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("mount point %s does not exist: %w", mnt, store.ErrNotFound)
+	} else if err != nil {
 		return &os.PathError{Op: "stat", Path: mnt, Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return &os.PathError{Op: "mount", Path: mnt, Err: unix.ENOTDIR}
+		return fmt.Errorf("mount point %s is not a directory: %w", mnt, store.ErrBadPath)
 	}
 	if m, ok := mountAt(mnt); ok && m.FSType == fsType {
 		return fmt.Errorf("%w: %s is served from %s", ErrMounted, mnt, m.Source)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,6 +27,14 @@ const (
 
 // startBackground starts the server and waits for its report.
 func (req Request) startBackground() error {
+	// Refused here, what the server would refuse is an error of its kind,
+	// not a message the server wrote (a stale mount is the server's to
+	// detach).
+	if mnt, err := filepath.Abs(req.Mountpoint); err == nil && !stale(mnt) {
+		if err := checkMountpoint(mnt); err != nil {
+			return err
+		}
+	}
 	commit, err := req.pin()
 	if err != nil {
 		return err

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+
+	"github.com/layerfs/layerfs/store"
 )
 
 func init() {
@@ -30,6 +32,9 @@ func runFsck(c *cli, args []string) error {
 		return err
 	}
 	if c.json {
+		if rep.Problems == nil {
+			rep.Problems = []store.Problem{} // "problems": [], not null
+		}
 		if err := c.printJSON(rep); err != nil {
 			return err
 		}

@@ -69,6 +69,9 @@ func TestCLIEndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustRun(t, "stats", "--json")), &st); err != nil || st["branches"].(float64) != 2 {
 		t.Errorf("stats --json: %v %v", st, err)
 	}
+	if got := mustRun(t, "fsck", "--json"); !strings.Contains(got, `"problems": []`) {
+		t.Errorf("fsck --json: %q", got)
+	}
 	if got := mustRun(t, "fsck"); !strings.Contains(got, "sound") {
 		t.Errorf("fsck: %q", got)
 	}
@@ -94,6 +97,8 @@ func TestCLIErrors(t *testing.T) {
 		{nil, exitUsage, "Usage: layerfs"},
 		{[]string{"--store", store, "log", "main"}, exitUsage, "flags go after"},
 		{[]string{"ws", "bogus", "x"}, exitUsage, "unknown ws subcommand"},
+		{[]string{"mount", "--store", store, "main", "/nonexistent-dir"}, exitNotFound, "mount point /nonexistent-dir does not exist"},
+		{[]string{"mount", "--store", store, "main", store}, exitUsage, "not a directory"},
 		{[]string{"ls", "--store", "/proc/x.layerfs", "main"}, exitUnsupported, "proc"},
 		{[]string{"branch", "--store", store, "fork", "main", "main"}, exitConflict, "exists"},
 		{[]string{"branch", "--store", store, "fork", "a b", "main"}, exitUsage, "branch name"},
