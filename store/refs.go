@@ -41,8 +41,12 @@ var layerName = regexp.MustCompile(`^L[0-9]+$`)
 // paths.
 func CheckBranchName(name string) error {
 	switch {
-	case len(name) > 200 || !branchName.MatchString(name):
-		return fmt.Errorf("branch name %q: use letters, digits, and . _ / - (not first): %w", name, ErrBadName)
+	case len(name) > 200:
+		return fmt.Errorf("branch name %q: longer than 200 bytes: %w", name, ErrBadName)
+	case name == "" || !branchName.MatchString(name[:1]):
+		return fmt.Errorf("branch name %q: must start with a letter, digit or _: %w", name, ErrBadName)
+	case !branchName.MatchString(name):
+		return fmt.Errorf("branch name %q: use only letters, digits, and . _ / -: %w", name, ErrBadName)
 	case strings.Contains(name, "..") || strings.Contains(name, "//") || strings.HasSuffix(name, "/"):
 		return fmt.Errorf("branch name %q: no '..', '//' or trailing '/': %w", name, ErrBadName)
 	case layerName.MatchString(name):

@@ -33,9 +33,9 @@ func runCat(c *cli, args []string) error {
 	}
 	switch e.Type {
 	case store.TypeDir:
-		return fmt.Errorf("%s is a directory: %w", path, errUsage)
+		return fmt.Errorf("%w: %s is a directory (layerfs ls %s:%s lists it)", errUsage, path, ref, path)
 	case store.TypeSymlink:
-		return fmt.Errorf("%s is a symlink to %s: %w", path, e.Target, errUsage)
+		return fmt.Errorf("%w: %s is a symlink to %s, not a file", errUsage, path, e.Target)
 	}
 	r := extents.NewReader(s, extents.File{ID: e.ID, Size: e.Size})
 	_, err = io.Copy(c.out, io.NewSectionReader(r, 0, e.Size))

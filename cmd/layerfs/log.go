@@ -55,6 +55,12 @@ func runLog(c *cli, args []string) error {
 	if err := c.want(args, 1, 1); err != nil {
 		return err
 	}
+	if logFlags.max < 0 {
+		return fmt.Errorf("%w: -n %d: want 0 (all) or more", errUsage, logFlags.max)
+	}
+	if logFlags.stat && logFlags.nameStatus {
+		return fmt.Errorf("%w: --stat or --name-status, not both", errUsage)
+	}
 	st, err := c.open(false)
 	if err != nil {
 		return err
