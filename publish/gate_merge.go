@@ -74,7 +74,7 @@ func (g *gate) reconcile(base, head object.ID) (*reconciled, error) {
 		r.changes = g.cs.Changes
 		return r, nil
 	}
-	rules, err := g.loadRules(hc.Tree)
+	rules, err := g.loadRules(bc.Tree, hc.Tree)
 	if err != nil {
 		return nil, err
 	}
@@ -92,15 +92,28 @@ func (g *gate) reconcile(base, head object.ID) (*reconciled, error) {
 	return r, nil
 }
 
-type gateRules struct{ lww, ignore *Rules }
+// gateRules are the head's .lww rules, and the ignore rules of both the
+// base and the head: a path goes unvalidated only where both ignore it. A
+// path the head has just begun to ignore is one it may have removed or
+// changed on the way, as a tracked path, which ours must not undo unseen.
+type gateRules struct{ lww, ignore, ignoreBase *Rules }
 
-func (g *gate) loadRules(root object.ID) (gateRules, error) {
-	lww, err := LoadRules(g.s, root, LWWFile)
-	if err != nil {
-		return gateRules{}, err
+func (g *gate) loadRules(base, head object.ID) (gateRules, error) {
+	var r gateRules
+	var err error
+	if r.lww, err = LoadRules(g.s, head, LWWFile); err != nil {
+		return r, err
 	}
-	ignore, err := LoadRules(g.s, root, IgnoreFile)
-	return gateRules{lww, ignore}, err
+	if r.ignore, err = LoadRules(g.s, head, IgnoreFile); err != nil {
+		return r, err
+	}
+	r.ignoreBase, err = LoadRules(g.s, base, IgnoreFile)
+	return r, err
+}
+
+// ignored reports whether both the base's and the head's rules ignore p.
+func (r gateRules) ignored(p string, isDir bool) bool {
+	return r.ignore.Match(p, isDir) && r.ignoreBase.Match(p, isDir)
 }
 
 // reconcileOne decides one change; it reports whether the (possibly
@@ -125,7 +138,7 @@ func (g *gate) reconcileOne(r *reconciled, c *Change, baseTree object.ID, hc *st
 		return false, nil
 	case metaOnly(c) && (he == nil || he.Type == store.TypeDir):
 		return true, nil // a directory kept or made: below it both may change
-	case rules.ignore.Match(c.Path, isDir(c.Entry) || isDir(he)):
+	case rules.ignored(c.Path, isDir(c.Entry) || isDir(he)):
 		return true, nil // ignored paths are not validated
 	case rules.lww.Match(c.Path, isDir(c.Entry) || isDir(he)):
 		return g.lastWriterWins(r, c, he, hc), nil
@@ -133,10 +146,12 @@ func (g *gate) reconcileOne(r *reconciled, c *Change, baseTree object.ID, hc *st
 	return g.merge(r, c, be, he)
 }
 
-// addsBelow reports whether the changeset puts anything below dir.
+// addsBelow reports whether the changeset puts anything below dir: not a
+// deletion, nor a directory's metadata alone.
 func (g *gate) addsBelow(dir string) bool {
-	for _, c := range g.cs.Changes {
-		if c.Entry != nil && strings.HasPrefix(c.Path, dir+"/") {
+	for i := range g.cs.Changes {
+		c := &g.cs.Changes[i]
+		if c.Entry != nil && !metaOnly(c) && strings.HasPrefix(c.Path, dir+"/") {
 			return true
 		}
 	}

@@ -284,7 +284,7 @@ func TestPublishStopsStageReadsThroughWriter(t *testing.T) {
 // file the ignore rules keep out changes it): head's removal stands. With
 // something new below it, ours brings it back.
 func TestGateMetadataOfARemovedDirectory(t *testing.T) {
-	r := newRepo(t, map[string]string{"a.txt": "a\n", "out/x": "x\n", "keep/y": "y\n"})
+	r := newRepo(t, map[string]string{"a.txt": "a\n", "out/x": "x\n", "out/sub/z": "z\n", "keep/y": "y\n"})
 	base := r.head()
 	r.publish(base, "operation:head", 20, nil, []string{"out", "keep"})
 	touched := func(p string) Change {
@@ -295,7 +295,7 @@ func TestGateMetadataOfARemovedDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := &Changeset{Base: base, Changes: []Change{touched("out"), touched("keep"),
+	cs := &Changeset{Base: base, Changes: []Change{touched("out"), touched("out/sub"), touched("keep"),
 		{Path: "keep/new", Entry: &store.Entry{Type: store.TypeFile, Mode: 0o644, ID: f.ID, Size: f.Size, MTime: 30}}}}
 	res, err := Publish(r.s, "main", cs, st, Meta{Origin: "operation:ours", Message: "test"})
 	if err != nil || res.Status != Committed {
@@ -310,5 +310,18 @@ func TestGateMetadataOfARemovedDirectory(t *testing.T) {
 	}
 	if e, err := r.s.Lookup(c.Tree, "keep"); err != nil || e.MTime != 99 {
 		t.Errorf("keep: %+v, %v; want ours, mtime 99", e, err)
+	}
+}
+
+// A path the head has just begun to ignore, removing it on the way, is
+// still validated: ours, from a base that tracked it, conflicts rather
+// than bring it back unseen.
+func TestGateNewlyIgnoredPathsAreValidated(t *testing.T) {
+	r := newRepo(t, map[string]string{"a.txt": "a\n", "gen/x.go": "package gen\n"})
+	base := r.head()
+	r.publish(base, "operation:head", 20, map[string]string{".layerfsignore": "gen/\n"}, []string{"gen"})
+	res := r.publish(base, "operation:ours", 30, map[string]string{"gen/x.go": "package gen // rebuilt\n"}, nil)
+	if res.Status != Conflict {
+		t.Fatalf("ours over a newly ignored, removed path: %s %v; want a conflict", res.Status, res.Paths)
 	}
 }
