@@ -163,31 +163,50 @@ const MaxRuleFile = 1 << 20
 
 // LoadRulesWith reads a rule file, and the files it includes, with read,
 // which returns a file's content by its path from the root, or nil for
-// one that is missing or not a regular file of at most 1 MiB.
+// one that is missing or not a regular file of at most MaxRuleFile bytes.
+// Each file is read once, however often it is included, and at most
+// maxRuleFiles files: a rule file is anyone's to write (a Workspace's
+// command), and must not make its reader parse without end.
 func LoadRulesWith(read func(path string) ([]byte, error), file string) (*Rules, error) {
-	r := &Rules{}
-	err := loadRuleFile(read, file, r, 0)
-	return r, err
+	l := &ruleLoader{read: read, seen: map[string]bool{}, r: &Rules{}}
+	err := l.load(file, 0)
+	return l.r, err
 }
 
-func loadRuleFile(read func(string) ([]byte, error), file string, r *Rules, depth int) error {
+// maxRuleFiles bounds the files one set of rules is read from.
+const maxRuleFiles = 64
+
+type ruleLoader struct {
+	read func(string) ([]byte, error)
+	seen map[string]bool
+	r    *Rules
+}
+
+func (l *ruleLoader) load(file string, depth int) error {
 	if depth > maxIncludes {
 		return fmt.Errorf("%s: %%include nested more than %d deep: %w", file, maxIncludes, store.ErrBadPath)
 	}
-	data, err := read(file)
+	if l.seen[file] {
+		return nil // its rules are in already
+	}
+	if len(l.seen) == maxRuleFiles {
+		return fmt.Errorf("%s: rules from more than %d files: %w", file, maxRuleFiles, store.ErrBadPath)
+	}
+	l.seen[file] = true
+	data, err := l.read(file)
 	if err != nil || data == nil {
 		return err
 	}
 	for _, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSpace(line)
 		if inc, ok := strings.CutPrefix(line, "%include "); ok {
-			if err := loadRuleFile(read, strings.TrimPrefix(strings.TrimSpace(inc), "/"), r, depth+1); err != nil {
+			if err := l.load(strings.TrimPrefix(strings.TrimSpace(inc), "/"), depth+1); err != nil {
 				return err
 			}
 			continue
 		}
 		if line != "" && !strings.HasPrefix(line, "#") {
-			r.add(line)
+			l.r.add(line)
 		}
 	}
 	return nil

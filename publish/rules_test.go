@@ -1,6 +1,10 @@
 package publish
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
 
 func TestRules(t *testing.T) {
 	r := ParseRules(`
@@ -38,5 +42,33 @@ docs/*.md
 	}
 	if !r.Match("build", true) {
 		t.Error("the build directory itself")
+	}
+}
+
+// Rules are read from each file once, and from at most maxRuleFiles: a
+// rule file a Workspace's command wrote must not make the daemon parse
+// without end.
+func TestLoadRulesWithBoundsIncludes(t *testing.T) {
+	reads := 0
+	files := map[string]string{
+		".layerfsignore": strings.Repeat("%include b\n", 10000) + "*.o\n",
+		"b":              "%include b\n%include .layerfsignore\nbuild/\n",
+	}
+	for i := range maxRuleFiles + 1 {
+		files["many"] += fmt.Sprintf("%%include f%d\n", i)
+	}
+	read := func(p string) ([]byte, error) {
+		reads++
+		if data, ok := files[p]; ok {
+			return []byte(data), nil
+		}
+		return nil, nil
+	}
+	r, err := LoadRulesWith(read, ".layerfsignore")
+	if err != nil || reads != 2 || !r.Match("x.o", false) || !r.Match("build", true) || r.Match("src", true) {
+		t.Fatalf("rules %v, %v after %d reads; want *.o and build/ from 2", r, err, reads)
+	}
+	if _, err := LoadRulesWith(read, "many"); err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("%d includes: %v; want refused", maxRuleFiles+1, err)
 	}
 }
