@@ -134,6 +134,10 @@ func TestSocketAPIWithCurl(t *testing.T) {
 	if e.Code != api.CodeNotFound || !strings.Contains(e.Error, "GET /nowhere") {
 		t.Errorf("an unknown route: %+v", e)
 	}
+	decodeJSON(t, call("POST", "/health", "", 405), &e)
+	if e.Code != api.CodeBadRequest || !strings.Contains(e.Error, "method not allowed") {
+		t.Errorf("a known route with another method: %+v", e)
+	}
 	decodeJSON(t, call("DELETE", "/workspaces/"+b.ID, "", 409), &e)
 	if e.Code != api.CodeDirty {
 		t.Errorf("ending a dirty Workspace: %+v", e)

@@ -26,6 +26,12 @@ func (w *workspace) ignoreRules() (*publish.Rules, error) {
 		return nil, fmt.Errorf("read the Workspace's %s: %w", publish.IgnoreFile, err)
 	}
 	defer unix.Close(root)
+	// An empty directory where the view should be (a switch that failed
+	// half way) would read as no rules at all.
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(root, &sfs); err != nil || sfs.Type != unix.OVERLAYFS_SUPER_MAGIC {
+		return nil, fmt.Errorf("read the Workspace's %s: its view at %s is not mounted (%v)", publish.IgnoreFile, w.hostPath(), err)
+	}
 	r, err := publish.LoadRulesWith(func(p string) ([]byte, error) { return readBeneath(root, p) }, publish.IgnoreFile)
 	if err != nil {
 		return nil, fmt.Errorf("the Workspace's %s: %w", publish.IgnoreFile, err)
@@ -35,12 +41,13 @@ func (w *workspace) ignoreRules() (*publish.Rules, error) {
 
 // readBeneath reads the regular file at p (slash-separated, from root) if
 // it is at most publish.MaxRuleFile bytes, and returns nil for one that is
-// missing, not a regular file, too big, or reached through a symlink.
+// missing, not a regular file, too big, or reached through a symlink. It
+// looks before it opens: a device a command made there is never opened.
 func readBeneath(root int, p string) ([]byte, error) {
 	if _, err := store.SplitPath(p); err != nil {
 		return nil, err
 	}
-	flags := unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NONBLOCK | unix.O_NOFOLLOW
+	const flags = unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW
 	fd, err := unix.Openat2(root, p, &unix.OpenHow{
 		Flags:   uint64(flags),
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_XDEV,
@@ -54,12 +61,20 @@ func readBeneath(root int, p string) ([]byte, error) {
 	case err != nil:
 		return nil, fmt.Errorf("open %s: %w", p, err)
 	}
-	f := os.NewFile(uintptr(fd), p)
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() || st.Size() > publish.MaxRuleFile {
-		return nil, err
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("stat %s: %w", p, err)
 	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > publish.MaxRuleFile {
+		return nil, nil
+	}
+	// The file itself, by its descriptor: the path may have changed since.
+	f, err := os.OpenFile(fmt.Sprintf("/proc/self/fd/%d", fd), os.O_RDONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", p, err)
+	}
+	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, publish.MaxRuleFile+1))
 	if err != nil || len(data) > publish.MaxRuleFile {
 		return nil, err

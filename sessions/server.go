@@ -67,12 +67,43 @@ func (d *Daemon) Handler() http.Handler {
 		err := d.End(r.PathValue("id"), discard)
 		respond(w, map[string]bool{"ended": err == nil}, err)
 	})
-	// Anything else, a JSON error too, as the API's errors are.
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		respond(w, nil, fmt.Errorf("no route %s %s (the routes: api/doc.go): %w", r.Method, r.URL.Path, store.ErrNotFound))
+	// Anything else answers a JSON error too, as the API's errors are:
+	// 405 for a route's path with another method, 404 for no route.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		var probe statusProbe
+		mux.ServeHTTP(&probe, r) // the mux's own answer, for its status
+		w.Header().Set("Content-Type", "application/json")
+		if probe.status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", probe.header.Get("Allow"))
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			json.NewEncoder(w).Encode(api.Error{Code: api.CodeBadRequest,
+				Error: fmt.Sprintf("%s %s: method not allowed (allowed: %s)", r.Method, r.URL.Path, probe.header.Get("Allow"))})
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+		json.NewEncoder(w).Encode(api.Error{Code: api.CodeNotFound,
+			Error: fmt.Sprintf("no route %s %s (the routes: api/doc.go)", r.Method, r.URL.Path)})
 	})
-	return mux
 }
+
+// statusProbe keeps a handler's status and headers, and drops its body.
+type statusProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *statusProbe) Header() http.Header {
+	if p.header == nil {
+		p.header = http.Header{}
+	}
+	return p.header
+}
+func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *statusProbe) WriteHeader(status int)      { p.status = status }
 
 func (d *Daemon) handleCreate(w http.ResponseWriter, r *http.Request) {
 	var req api.CreateRequest

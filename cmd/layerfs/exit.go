@@ -5,6 +5,7 @@ import (
 
 	"github.com/layerfs/layerfs"
 	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/sessions"
 	"github.com/layerfs/layerfs/store"
 )
 
@@ -38,6 +39,7 @@ var exitCodes = []struct {
 	{layerfs.ErrExists, exitConflict},
 	{store.ErrExists, exitConflict},
 	{store.ErrAmbiguous, exitConflict},
+	{sessions.ErrStateInUse, exitConflict},
 	{store.ErrStale, exitConflict},
 	{layerfs.ErrInitialized, exitConflict},
 	{layerfs.ErrNotEmpty, exitConflict},

@@ -105,7 +105,7 @@ Exit codes:
   3  not found: unknown ref, branch, path or Workspace, no Store, edit text not found
   4  conflict: the branch changed the same path, overlapping edits; also already
      exists, ambiguous ref prefix, uncommitted changes, conflict markers left,
-     commands still running at a commit, the Workspace cap
+     commands still running at a commit, the Workspace cap, a state directory in use
   5  the Store is damaged
   6  unsupported: a Store on an unsupported filesystem, a newer format, not a Store
   ws exec exits with its command's own status.
