@@ -204,6 +204,13 @@ func TestWSCommandAgainstDaemon(t *testing.T) {
 	if out, _ := ws(0, "exec", "--cwd", "sub", b, "--", "pwd"); out != src2+"/sub\n" {
 		t.Errorf("ws exec --cwd sub: %q", out)
 	}
+	ws(0, "exec", b, "--", "sh", "-c", "ln -s sub inside && ln -s / outside")
+	if out, _ := ws(0, "exec", "--cwd", "inside", b, "--", "pwd"); out != src2+"/sub\n" { // pwd prints the physical path
+		t.Errorf("ws exec --cwd through a symlink that stays inside: %q", out)
+	}
+	if _, errOut := ws(2, "exec", "--cwd", "outside", b, "--", "pwd"); !strings.Contains(errOut, "leaves the Workspace (through a symlink)") {
+		t.Errorf("ws exec --cwd through a symlink to /: %q", errOut)
+	}
 	if out, _ := ws(0, "inspect", a); !strings.Contains(out, "pending  a.txt") || !strings.Contains(out, "pending  b.txt") {
 		t.Errorf("ws inspect:\n%s", out)
 	}

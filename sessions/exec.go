@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/layerfs/layerfs/api"
 	"github.com/layerfs/layerfs/store"
 )
@@ -141,11 +143,11 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 	if w.holder == nil {
 		return nil, nil, fmt.Errorf("workspace %s: %w", w.rec.ID, ErrNotFound)
 	}
-	dir := w.rec.Path
+	dir, beneath := w.rec.Path, ""
 	if req.Cwd != "" {
 		dir = req.Cwd
 		if !path.IsAbs(dir) {
-			dir = path.Join(w.rec.Path, dir)
+			dir, beneath = path.Join(w.rec.Path, dir), path.Clean(dir)
 			if dir != w.rec.Path && !strings.HasPrefix(dir, strings.TrimSuffix(w.rec.Path, "/")+"/") {
 				return nil, nil, fmt.Errorf("%w: cwd %q leaves the Workspace", ErrBadRequest, req.Cwd)
 			}
@@ -163,11 +165,15 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 	}
 	w.d.reaper.track(w.holder.ns)
 	var cmd *exec.Cmd
-	errNoDir := errors.New("no such directory")
+	errNoDir, errLeaves := errors.New("no such directory"), errors.New("leaves the Workspace")
 	err = w.holder.inNamespace(req.IsolateNetwork, func() error {
 		// Else the start fails naming the program, not the directory.
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return errNoDir
+		}
+		// A relative cwd stays in the Workspace through symlinks too.
+		if beneath != "" && beneath != "." && !resolvesBeneath(w.rec.Path, beneath) {
+			return errLeaves
 		}
 		// Look the program up here, so a path inside the Workspace works.
 		cmd = exec.Command(req.Argv[0], req.Argv[1:]...)
@@ -191,6 +197,9 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 		stderr.r.Close()
 		if err == errNoDir {
 			return nil, nil, fmt.Errorf("cwd %s: no such directory: %w", dir, store.ErrNotFound)
+		}
+		if err == errLeaves {
+			return nil, nil, fmt.Errorf("%w: cwd %q leaves the Workspace (through a symlink)", ErrBadRequest, req.Cwd)
 		}
 		return nil, nil, fmt.Errorf("%w: start %s: %v", ErrBadRequest, req.Argv[0], err)
 	}
@@ -253,3 +262,23 @@ func (o *output) result() api.ExecResult {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// resolvesBeneath reports whether rel, below root, resolves to a
+// directory beneath root, symlinks and all (openat2 RESOLVE_BENEATH).
+// Without openat2 (Linux < 5.6) it does not check.
+func resolvesBeneath(root, rel string) bool {
+	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(rfd)
+	fd, err := unix.Openat2(rfd, rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH})
+	if errors.Is(err, unix.ENOSYS) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
+}
