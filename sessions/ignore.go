@@ -17,9 +17,10 @@ import (
 // Commit's, or the Workspace's own once it changed it — as git reads
 // .gitignore from the work tree. A commit that adds node_modules/ to the
 // file leaves node_modules out; a head whose rules changed since the
-// lease changes nothing until the Workspace follows it. (The gate goes
-// by the head's.) The files are read through the view, never following
-// a symlink nor leaving it: a command may have put anything there.
+// lease changes nothing until the Workspace follows it. (The gate leaves
+// unvalidated only what both its base's and its head's rules ignore.) The
+// files are read through the view, never following a symlink nor leaving
+// it: a command may have put anything there.
 func (w *workspace) ignoreRules() (*publish.Rules, error) {
 	root, err := unix.Open(w.hostPath(), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -29,8 +30,11 @@ func (w *workspace) ignoreRules() (*publish.Rules, error) {
 	// An empty directory where the view should be (a switch that failed
 	// half way) would read as no rules at all.
 	var sfs unix.Statfs_t
-	if err := unix.Fstatfs(root, &sfs); err != nil || sfs.Type != unix.OVERLAYFS_SUPER_MAGIC {
-		return nil, fmt.Errorf("read the Workspace's %s: its view at %s is not mounted (%v)", publish.IgnoreFile, w.hostPath(), err)
+	if err := unix.Fstatfs(root, &sfs); err != nil {
+		return nil, fmt.Errorf("read the Workspace's %s: %w", publish.IgnoreFile, err)
+	}
+	if sfs.Type != unix.OVERLAYFS_SUPER_MAGIC {
+		return nil, fmt.Errorf("read the Workspace's %s: its view at %s is not mounted", publish.IgnoreFile, w.hostPath())
 	}
 	r, err := publish.LoadRulesWith(func(p string) ([]byte, error) { return readBeneath(root, p) }, publish.IgnoreFile)
 	if err != nil {
