@@ -29,8 +29,10 @@ func newCLI(cmd *command, stdout, stderr io.Writer) *cli {
 	c := &cli{cmd: cmd, out: stdout, errOut: stderr}
 	c.fs = flag.NewFlagSet(cmd.name, flag.ContinueOnError)
 	c.fs.SetOutput(io.Discard)
-	c.fs.StringVar(&c.storePath, "store", os.Getenv("LAYERFS_STORE"), "the Store `FILE` (default $LAYERFS_STORE)")
-	c.fs.StringVar(&c.durability, "durability", "normal", "fast, normal or full: what a commit survives (see README)")
+	if !cmd.noStore {
+		c.fs.StringVar(&c.storePath, "store", os.Getenv("LAYERFS_STORE"), "the Store `FILE` (default $LAYERFS_STORE)")
+		c.fs.StringVar(&c.durability, "durability", "normal", "fast, normal or full: what a commit survives (see README)")
+	}
 	c.fs.BoolVar(&c.help, "help", false, "show this help")
 	if cmd.flags != nil {
 		cmd.flags(c)

@@ -21,6 +21,7 @@ type command struct {
 	flags   func(c *cli)
 	run     func(c *cli, args []string) error
 	verbs   map[string]*command // subcommands ("fs read"), each with its own flags
+	noStore bool                // opens no Store: no --store, --durability
 }
 
 var commands = map[string]*command{}

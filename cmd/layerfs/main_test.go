@@ -118,10 +118,10 @@ func TestCLIErrors(t *testing.T) {
 }
 
 func TestCLIHelp(t *testing.T) {
-	for name := range commands {
+	for name, cmd := range commands {
 		out := mustRun(t, name, "--help")
-		if !strings.Contains(out, "Usage: layerfs "+name) || !strings.Contains(out, "-store") {
-			t.Errorf("%s --help: %q", name, out)
+		if !strings.Contains(out, "Usage: layerfs "+name) || strings.Contains(out, "-store") == cmd.noStore {
+			t.Errorf("%s --help (opens a Store: %v): %q", name, !cmd.noStore, out)
 		}
 	}
 	if out := mustRun(t, "--help"); !strings.Contains(out, "export") {

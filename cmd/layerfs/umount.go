@@ -15,6 +15,7 @@ var umountFlags struct {
 func init() {
 	register(&command{
 		name:    "umount",
+		noStore: true,
 		args:    "MOUNTPOINT",
 		summary: "unmount a layerfs mount",
 		help: `Unmounts the layerfs mount at MOUNTPOINT; its server then exits. A mount

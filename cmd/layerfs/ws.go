@@ -37,6 +37,7 @@ func (l *envList) Set(v string) error {
 func init() {
 	register(&command{
 		name:    "ws",
+		noStore: true,
 		args:    "create | ls | inspect ID | exec ID -- ARGV... | commit ID | discard ID | end ID",
 		summary: "create, use, commit and end Workspaces (through the daemon)",
 		help: `Talks to the daemon on --socket (or $LAYERFS_SOCKET).
