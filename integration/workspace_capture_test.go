@@ -512,3 +512,34 @@ func TestWorkspaceOwnIgnoreRules(t *testing.T) {
 	d.sh(t, w.ID, "echo t > x.tmp && echo k > node_modules/x/k.js")
 	pending("x.tmp")
 }
+
+// A conflict moves the Workspace onto the head with its upperdir; a
+// directory the head removed, where the Workspace only made an ignored
+// file (which touched the directory's mtime), goes with it, and the file
+// is listed as dropped: the next commit does not bring the directory
+// back.
+func TestWorkspaceConflictDropsRemovedDirs(t *testing.T) {
+	d := startDaemon(t, map[string]string{".layerfsignore": "*.o\n", "a.txt": "a\n", "dir/sub/x.txt": "x\n", "keep/y.txt": "y\n"}, sessions.Config{})
+	w, other := d.create(t, "main"), d.create(t, "main")
+	d.sh(t, w.ID, "echo o > dir/sub/z.o && echo o > keep/k.o && echo mine > a.txt")
+	d.sh(t, other.ID, "rm -r dir && echo other > a.txt")
+	d.commit(t, other.ID, api.StatusCommitted)
+	res := d.commit(t, w.ID, api.StatusConflict)
+	if want := []api.UncommittedPath{{Path: "dir/sub/z.o", Why: api.UncommittedIgnored}}; !slices.Equal(res.Dropped, want) {
+		t.Fatalf("dropped %v, want %v", res.Dropped, want)
+	}
+	if want := []api.UncommittedPath{{Path: "keep/k.o", Why: api.UncommittedIgnored}}; !slices.Equal(res.Kept, want) {
+		t.Fatalf("kept %v, want %v", res.Kept, want)
+	}
+	if out := d.sh(t, w.ID, "test ! -e dir && cat keep/k.o"); out != "o\n" {
+		t.Fatalf("after the conflict: %q", out)
+	}
+	if in, err := d.Inspect(w.ID); err != nil || !slices.Equal(in.Pending, []string{"a.txt", "keep"}) {
+		t.Fatalf("pending %v, %v; want [a.txt keep]", in.Pending, err)
+	}
+	d.sh(t, w.ID, "echo settled > a.txt")
+	d.commit(t, w.ID, api.StatusCommitted)
+	if _, err := os.Lstat(filepath.Join(exportRef(t, d.st, "main"), "dir")); err == nil {
+		t.Fatal("main holds dir again")
+	}
+}

@@ -146,17 +146,22 @@ func (g *gate) reconcileOne(r *reconciled, c *Change, baseTree object.ID, hc *st
 	return g.merge(r, c, be, he)
 }
 
-// addsBelow reports whether the changeset puts anything below dir: not a
+func (g *gate) addsBelow(dir string) bool { return g.cs.AddsBelow(dir) }
+
+// AddsBelow reports whether the changeset puts anything below dir: not a
 // deletion, nor a directory's metadata alone.
-func (g *gate) addsBelow(dir string) bool {
-	for i := range g.cs.Changes {
-		c := &g.cs.Changes[i]
+func (cs *Changeset) AddsBelow(dir string) bool {
+	for i := range cs.Changes {
+		c := &cs.Changes[i]
 		if c.Entry != nil && !metaOnly(c) && strings.HasPrefix(c.Path, dir+"/") {
 			return true
 		}
 	}
 	return false
 }
+
+// MetaOnly reports whether c changes only a directory's own metadata.
+func (c *Change) MetaOnly() bool { return metaOnly(c) }
 
 func fpOrZero(e *store.Entry) Fingerprint {
 	if e == nil {

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/layerfs/layerfs/api"
@@ -96,6 +97,7 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	landed = res.Status == publish.Committed // its data files are made below, after the switch
 	remount := time.Now()
 	var markers []string
+	var dropped []api.UncommittedPath
 	var cr *carry
 	switch res.Status {
 	case publish.Committed:
@@ -124,7 +126,7 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	case publish.Conflict:
 		next.discard(w) // the rebase makes the next generation itself
 		next = nil
-		markers, err = w.rebase(res, c)
+		markers, dropped, err = w.rebase(res, c)
 	}
 	res.FinishAudit() // if follow stopped before it ran
 	out := resultOf(res, c)
@@ -132,7 +134,13 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	if cr != nil {
 		out.Kept, out.Dropped = cr.kept, cr.dropped
 	} else if res.Status == publish.Conflict {
-		out.Kept = uncommitted(c) // the upperdir stays
+		// The upperdir stays, but for directories the head removed.
+		for _, u := range uncommitted(c) {
+			if !slices.Contains(dropped, u) {
+				out.Kept = append(out.Kept, u)
+			}
+		}
+		out.Dropped = dropped
 	}
 	out.Receipt.RemountMS = ms(time.Since(remount))
 	out.Receipt.TotalMS = ms(time.Since(start))

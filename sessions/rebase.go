@@ -6,8 +6,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/layerfs/layerfs/api"
 	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/publish"
 	"github.com/layerfs/layerfs/store"
@@ -19,7 +21,7 @@ import (
 // where they merged, head's version where .lww chose head — and files
 // copied up without a change dropped, so head's newer versions show
 // through. It returns the files that now hold markers. Callers hold w.mu.
-func (w *workspace) rebase(res *publish.Result, c *publish.Capture) ([]string, error) {
+func (w *workspace) rebase(res *publish.Result, c *publish.Capture) (markers []string, dropped []api.UncommittedPath, err error) {
 	// A file copied up metadata only (a chmod, a rename) takes its data
 	// from the lower layer, which the rebase replaces: copy its data up
 	// now, through the view that still shows the old one (copyUpFile). So
@@ -28,48 +30,51 @@ func (w *workspace) rebase(res *publish.Result, c *publish.Capture) ([]string, e
 	// whole, and made opaque once the view is gone (as a carry does).
 	for _, p := range c.Metacopy {
 		if err := copyUpFile(filepath.Join(w.hostPath(), filepath.FromSlash(p))); err != nil {
-			return nil, fmt.Errorf("copy up %s before the rebase: %w", p, err)
+			return nil, nil, fmt.Errorf("copy up %s before the rebase: %w", p, err)
 		}
 	}
 	settle := &carry{}
 	scan := newKeptScan(w.upper(), w.keptSeen)
 	for _, p := range c.Ignored {
 		if err := w.copyUpUnder(p, scan, settle); err != nil {
-			return nil, fmt.Errorf("copy up %s before the rebase: %w", p, err)
+			return nil, nil, fmt.Errorf("copy up %s before the rebase: %w", p, err)
 		}
 	}
 	w.keptSeen = scan.next
 	// A directory renamed from one the head no longer has would show
 	// nothing of it there: it is copied up too.
 	if err := w.copyUpOrphans(c, res.Head, settle); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := unmount(w.hostPath()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	markers, err := w.rewriteUpper(res, c, settle.opaque)
+	markers, err = w.rewriteUpper(res, c, settle.opaque)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if dropped, err = w.dropRemovedDirs(res, c); err != nil {
+		return nil, nil, err
 	}
 	settle.settleOpaque(w.upper(), w.logf)
 	if err := w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, res.Head); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	oldWork := w.work()
 	w.rec.Lease = res.Head.String()
 	w.rec.Gen++
 	// The upperdir carries over; only the work directory is fresh.
 	if err := os.Rename(w.dir("upper-"+fmt.Sprint(w.rec.Gen-1)), w.upper()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := os.MkdirAll(w.work(), 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := w.show(nil); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	removeInBackground(oldWork)
-	return markers, w.rec.save(w.dir())
+	return markers, dropped, w.rec.save(w.dir())
 }
 
 // rewriteUpper edits the (unmounted) upperdir as rebase describes; opaque
@@ -164,4 +169,54 @@ func (w *workspace) copyUpOrphans(c *publish.Capture, head object.ID, cr *carry)
 		}
 	}
 	return nil
+}
+
+// dropRemovedDirs removes from the (unmounted) upperdir the directories
+// the head removed where ours only touched their metadata — as a build
+// making an ignored file in one does — and what they hold, as the gate
+// lets the head's removal stand: on the head's lower layer they would be
+// new directories, and the next commit would bring them back. It returns
+// the uncommitted entries that went with them (ignored paths, special
+// files), sorted. Directories below which ours adds something stay.
+func (w *workspace) dropRemovedDirs(res *publish.Result, c *publish.Capture) ([]api.UncommittedPath, error) {
+	base, err := w.headTree(c.Changes.Base)
+	if err != nil {
+		return nil, err
+	}
+	head, err := w.headTree(res.Head)
+	if err != nil {
+		return nil, err
+	}
+	var dropped []api.UncommittedPath
+	for i := range c.Changes.Changes {
+		ch := &c.Changes.Changes[i]
+		if !ch.MetaOnly() || c.Changes.AddsBelow(ch.Path) {
+			continue
+		}
+		if _, err := w.d.s.Lookup(base, ch.Path); err != nil {
+			continue // new in ours (or unreadable): not the head's to remove
+		}
+		if _, err := w.d.s.Lookup(head, ch.Path); !errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(w.upper(), filepath.FromSlash(ch.Path))); err != nil {
+			return nil, fmt.Errorf("drop %s, which the head removed: %w", ch.Path, err)
+		}
+		// Its parents the head removed too, copied up only to hold it
+		// (their metadata unchanged), go once empty.
+		for dir := path.Dir(ch.Path); dir != "."; dir = path.Dir(dir) {
+			_, inBase := w.d.s.Lookup(base, dir)
+			_, inHead := w.d.s.Lookup(head, dir)
+			if inBase != nil || !errors.Is(inHead, store.ErrNotFound) ||
+				os.Remove(filepath.Join(w.upper(), filepath.FromSlash(dir))) != nil {
+				break
+			}
+		}
+		for _, u := range uncommitted(c) {
+			if strings.HasPrefix(u.Path, ch.Path+"/") && !slices.Contains(dropped, u) {
+				dropped = append(dropped, u)
+			}
+		}
+	}
+	return dropped, nil
 }
