@@ -134,6 +134,16 @@ func TestSocketAPIWithCurl(t *testing.T) {
 	if e.Code != api.CodeNotFound || !strings.Contains(e.Error, "GET /nowhere") {
 		t.Errorf("an unknown route: %+v", e)
 	}
+	decodeJSON(t, call("POST", "/workspaces/"+b.ID+"/discard?al=1", "", 400), &e) // a typo: not a discard
+	if e.Code != api.CodeBadRequest || !strings.Contains(e.Error, `unknown parameter "al"`) {
+		t.Errorf("discard with a mistyped parameter: %+v", e)
+	}
+	decodeJSON(t, call("POST", "/workspaces/"+b.ID+"/discard", `{"all":true}`, 400), &e)
+	decodeJSON(t, call("DELETE", "/workspaces/"+b.ID+"?discard=yes", "", 400), &e)
+	decodeJSON(t, call("POST", "/workspaces", `{"branch":"../x"}`, 400), &e)
+	if e.Code != api.CodeBadRequest || !strings.Contains(e.Error, "branch name") {
+		t.Errorf("a branch name that cannot be one: %+v", e)
+	}
 	decodeJSON(t, call("POST", "/health", "", 405), &e)
 	if e.Code != api.CodeBadRequest || !strings.Contains(e.Error, "method not allowed") {
 		t.Errorf("a known route with another method: %+v", e)

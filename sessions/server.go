@@ -57,14 +57,24 @@ func (d *Daemon) Handler() http.Handler {
 	})
 	mux.HandleFunc("POST /workspaces/{id}/exec", d.handleExec)
 	mux.HandleFunc("POST /workspaces/{id}/commit", d.handleCommit)
+	// Both throw work away: a mistyped parameter or a body they do not
+	// take is refused, never read as "no".
 	mux.HandleFunc("POST /workspaces/{id}/discard", func(w http.ResponseWriter, r *http.Request) {
-		all, _ := strconv.ParseBool(r.URL.Query().Get("all"))
+		all, err := flagOnly(r, "all")
+		if err != nil {
+			respond(w, nil, err)
+			return
+		}
 		res, err := d.Discard(r.PathValue("id"), all)
 		respond(w, res, err)
 	})
 	mux.HandleFunc("DELETE /workspaces/{id}", func(w http.ResponseWriter, r *http.Request) {
-		discard, _ := strconv.ParseBool(r.URL.Query().Get("discard"))
-		err := d.End(r.PathValue("id"), discard)
+		discard, err := flagOnly(r, "discard")
+		if err != nil {
+			respond(w, nil, err)
+			return
+		}
+		err = d.End(r.PathValue("id"), discard)
 		respond(w, map[string]bool{"ended": err == nil}, err)
 	})
 	// Anything else answers a JSON error too, as the API's errors are:
@@ -81,12 +91,12 @@ func (d *Daemon) Handler() http.Handler {
 			w.Header().Set("Allow", probe.header.Get("Allow"))
 			w.WriteHeader(http.StatusMethodNotAllowed)
 			json.NewEncoder(w).Encode(api.Error{Code: api.CodeBadRequest,
-				Error: fmt.Sprintf("%s %s: method not allowed (allowed: %s)", r.Method, r.URL.Path, probe.header.Get("Allow"))})
+				Error: fmt.Sprintf("%s %s: method not allowed (allowed: %s; the routes are in README's socket API section)", r.Method, r.URL.Path, probe.header.Get("Allow"))})
 			return
 		}
 		w.WriteHeader(http.StatusNotFound)
 		json.NewEncoder(w).Encode(api.Error{Code: api.CodeNotFound,
-			Error: fmt.Sprintf("no route %s %s (the routes: api/doc.go)", r.Method, r.URL.Path)})
+			Error: fmt.Sprintf("no route %s %s (the routes are in README's socket API section)", r.Method, r.URL.Path)})
 	})
 }
 
@@ -104,6 +114,29 @@ func (p *statusProbe) Header() http.Header {
 }
 func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
 func (p *statusProbe) WriteHeader(status int)      { p.status = status }
+
+// flagOnly reads the one query parameter a request without a body takes,
+// a boolean (absent: false), refusing any other parameter, a value that is
+// not a boolean, and a body.
+func flagOnly(r *http.Request, name string) (bool, error) {
+	if r.ContentLength != 0 {
+		return false, fmt.Errorf("%w: %s %s takes no body (?%s=1 is its one option)", ErrBadRequest, r.Method, r.URL.Path, name)
+	}
+	q := r.URL.Query()
+	for k := range q {
+		if k != name {
+			return false, fmt.Errorf("%w: unknown parameter %q (?%s=1 is the one option)", ErrBadRequest, k, name)
+		}
+	}
+	if v := q.Get(name); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return false, fmt.Errorf("%w: ?%s=%s: want 1 or 0", ErrBadRequest, name, v)
+		}
+		return on, nil
+	}
+	return false, nil
+}
 
 func (d *Daemon) handleCreate(w http.ResponseWriter, r *http.Request) {
 	var req api.CreateRequest

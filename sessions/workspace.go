@@ -75,6 +75,9 @@ func checkCreate(req *api.CreateRequest) error {
 	if req.Branch == "" {
 		req.Branch = store.MainBranch
 	}
+	if err := store.CheckBranchName(req.Branch); err != nil {
+		return err // a name that cannot be a branch's: bad, not missing
+	}
 	if req.Path == "" {
 		req.Path = api.DefaultPath
 	}

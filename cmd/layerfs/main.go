@@ -105,8 +105,9 @@ Exit codes:
   2  bad flags, arguments, names or paths (.., absolute paths, a binary file for edit)
   3  not found: unknown ref, branch, path or Workspace, no Store, edit text not found
   4  conflict: the branch changed the same path, overlapping edits; also already
-     exists, ambiguous ref prefix, uncommitted changes, conflict markers left,
-     commands still running at a commit, the Workspace cap, a state directory in use
+     exists, ambiguous ref prefix, edit text found more than once, uncommitted
+     changes, conflict markers left, commands still running at a commit, the
+     Workspace cap, a state directory in use
   5  the Store is damaged
   6  unsupported: a Store on an unsupported filesystem, a newer format, not a Store
   ws exec exits with its command's own status.

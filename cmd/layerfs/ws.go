@@ -49,7 +49,8 @@ func init() {
   exec ID [--cwd D] [--env K=V]... [--timeout T] [--isolate-network] [--stdin] -- ARGV...
                                    run a command; its output streams to ours and
                                    its exit code becomes ours
-  commit ID [--message M] [--force] capture and publish; prints the receipt. A
+  commit ID [--message M] [--force] [--allow-running]
+                                   capture and publish; prints the receipt. A
                                    conflict exits 4, names the paths, and leaves
                                    marker blocks in files whose edits overlap;
                                    --force commits files that still hold markers.
