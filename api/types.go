@@ -53,7 +53,7 @@ type ExecResult struct {
 	Stdout     string  `json:"stdout"`
 	Stderr     string  `json:"stderr"`
 	DurationMS float64 `json:"duration_ms"`
-	TimedOut   bool    `json:"timed_out,omitempty"`
+	TimedOut   bool    `json:"timed_out"`
 }
 
 // ExecEvent is one line of a streamed exec: output as it comes, then the
@@ -117,8 +117,8 @@ type CommitResult struct {
 // keep: their directory was itself a discarded change, or moving them
 // failed (the daemon's log says why).
 type DiscardResult struct {
-	Kept      []UncommittedPath `json:"kept,omitempty"`
-	Dropped   []UncommittedPath `json:"dropped,omitempty"`
+	Kept      []UncommittedPath `json:"kept"`    // [] when none
+	Dropped   []UncommittedPath `json:"dropped"` // [] when none
 	Workspace Workspace         `json:"workspace"`
 }
 

@@ -83,7 +83,11 @@ func TestSocketAPIWithCurl(t *testing.T) {
 	}
 
 	var res api.ExecResult
-	decodeJSON(t, call("POST", "/workspaces/"+a.ID+"/exec", `{"argv":["sh","-c","echo curl > a.txt; pwd; echo err >&2; exit 3"]}`, 200), &res)
+	out := call("POST", "/workspaces/"+a.ID+"/exec", `{"argv":["sh","-c","echo curl > a.txt; pwd; echo err >&2; exit 3"]}`, 200)
+	if !strings.Contains(out, `"timed_out":false`) {
+		t.Errorf("exec result without timed_out: %s", out)
+	}
+	decodeJSON(t, out, &res)
 	if res.ExitCode != 3 || res.Stdout != repo+"\n" || res.Stderr != "err\n" {
 		t.Errorf("exec: %+v", res)
 	}
@@ -133,6 +137,9 @@ func TestSocketAPIWithCurl(t *testing.T) {
 	decodeJSON(t, call("GET", "/nowhere", "", 404), &e)
 	if e.Code != api.CodeNotFound || !strings.Contains(e.Error, "GET /nowhere") {
 		t.Errorf("an unknown route: %+v", e)
+	}
+	if out := call("POST", "/workspaces/"+a.ID+"/discard", "", 200); !strings.Contains(out, `"kept":[],"dropped":[]`) {
+		t.Errorf("discard of a clean Workspace: %s", out)
 	}
 	decodeJSON(t, call("POST", "/workspaces/"+b.ID+"/discard?al=1", "", 400), &e) // a typo: not a discard
 	if e.Code != api.CodeBadRequest || !strings.Contains(e.Error, `unknown parameter "al"`) {

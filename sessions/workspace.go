@@ -488,9 +488,10 @@ func (d *Daemon) Discard(id string, all bool) (api.DiscardResult, error) {
 		return api.DiscardResult{}, fmt.Errorf("discard %s: %w", id, err)
 	}
 	d.metrics.discards.Add(1)
-	res := api.DiscardResult{Workspace: w.describe()}
+	res := api.DiscardResult{Workspace: w.describe(), Kept: []api.UncommittedPath{}, Dropped: []api.UncommittedPath{}}
 	if cr != nil {
-		res.Kept, res.Dropped = cr.kept, cr.dropped
+		res.Kept = append(res.Kept, cr.kept...)
+		res.Dropped = append(res.Dropped, cr.dropped...)
 	}
 	return res, nil
 }
