@@ -211,7 +211,7 @@ func TestWSCommandAgainstDaemon(t *testing.T) {
 	if out, errOut := ws(5, "exec", a, "--", "sh", "-c", "echo cli > a.txt; echo new > b.txt; cat a.txt; echo oops >&2; exit 5"); out != "cli\n" || errOut != "oops\n" {
 		t.Errorf("ws exec: %q %q", out, errOut)
 	}
-	if _, errOut := ws(3, "exec", "--cwd", "sub", b, "--", "pwd"); !strings.Contains(errOut, "cwd "+src2+"/sub: no such directory") { // not yet
+	if _, errOut := ws(3, "exec", "--cwd", "sub", b, "--", "pwd"); !strings.Contains(errOut, "cwd "+src2+"/sub: no such directory (not_found)") { // not yet
 		t.Errorf("ws exec --cwd of a missing directory: %q", errOut)
 	}
 	if _, errOut := ws(2, "exec", "--cwd", "../", b, "--", "pwd"); !strings.Contains(errOut, `cwd "../" leaves the Workspace`) {

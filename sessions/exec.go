@@ -196,7 +196,7 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 		stdout.r.Close()
 		stderr.r.Close()
 		if err == errNoDir {
-			return nil, nil, fmt.Errorf("cwd %s: no such directory: %w", dir, store.ErrNotFound)
+			return nil, nil, notFound("cwd " + dir + ": no such directory")
 		}
 		if err == errLeaves {
 			return nil, nil, fmt.Errorf("%w: cwd %q leaves the Workspace (through a symlink)", ErrBadRequest, req.Cwd)
@@ -282,3 +282,10 @@ func resolvesBeneath(root, rel string) bool {
 	unix.Close(fd)
 	return true
 }
+
+// notFound is an error that reads as its message alone and is
+// store.ErrNotFound (the API's not_found), which would add ": not found".
+type notFound string
+
+func (e notFound) Error() string { return string(e) }
+func (e notFound) Unwrap() error { return store.ErrNotFound }
