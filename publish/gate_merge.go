@@ -131,10 +131,7 @@ func (g *gate) reconcileOne(r *reconciled, c *Change, baseTree object.ID, hc *st
 	switch {
 	case fb == fh, fo == fh:
 		return true, nil // head left it alone, or made the same change
-	case metaOnly(c) && he == nil && be != nil && !g.addsBelow(c.Path):
-		// Head removed the directory, and ours only touched its metadata
-		// (an ignored file made in it, say): head's removal stands, where
-		// ours would bring back an empty directory.
+	case g.cs.StaysRemoved(c, be, he):
 		return false, nil
 	case metaOnly(c) && (he == nil || he.Type == store.TypeDir):
 		return true, nil // a directory kept or made: below it both may change
@@ -146,11 +143,19 @@ func (g *gate) reconcileOne(r *reconciled, c *Change, baseTree object.ID, hc *st
 	return g.merge(r, c, be, he)
 }
 
-func (g *gate) addsBelow(dir string) bool { return g.cs.AddsBelow(dir) }
+// StaysRemoved reports whether c, one of cs's changes, leaves the head's
+// removal of its path standing: the base held the path (be), the head
+// removed it (he is nil), and ours only touched a directory's metadata
+// there (an ignored file made in it, say) and adds nothing below it. The
+// gate drops such a change, which would bring back an empty directory;
+// a Workspace's rebase drops its directory likewise.
+func (cs *Changeset) StaysRemoved(c *Change, be, he *store.Entry) bool {
+	return metaOnly(c) && he == nil && be != nil && !cs.addsBelow(c.Path)
+}
 
-// AddsBelow reports whether the changeset puts anything below dir: not a
+// addsBelow reports whether the changeset puts anything below dir: not a
 // deletion, nor a directory's metadata alone.
-func (cs *Changeset) AddsBelow(dir string) bool {
+func (cs *Changeset) addsBelow(dir string) bool {
 	for i := range cs.Changes {
 		c := &cs.Changes[i]
 		if c.Entry != nil && !metaOnly(c) && strings.HasPrefix(c.Path, dir+"/") {
@@ -159,9 +164,6 @@ func (cs *Changeset) AddsBelow(dir string) bool {
 	}
 	return false
 }
-
-// MetaOnly reports whether c changes only a directory's own metadata.
-func (c *Change) MetaOnly() bool { return metaOnly(c) }
 
 func fpOrZero(e *store.Entry) Fingerprint {
 	if e == nil {

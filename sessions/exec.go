@@ -134,6 +134,12 @@ func (p *outPipe) exited() {
 	p.r.SetReadDeadline(time.Now().Add(outputGrace))
 }
 
+// What start's check of a cwd in the namespace found, for its errors.
+var (
+	errCwdMissing = errors.New("no such directory")
+	errCwdLeaves  = errors.New("leaves the Workspace")
+)
+
 // start starts the command from inside the Workspace's namespace, under
 // the read lock, so a commit cannot swap the view while it starts. Its
 // stdout and stderr are pipes being read into out.
@@ -165,15 +171,14 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 	}
 	w.d.reaper.track(w.holder.ns)
 	var cmd *exec.Cmd
-	errNoDir, errLeaves := errors.New("no such directory"), errors.New("leaves the Workspace")
 	err = w.holder.inNamespace(req.IsolateNetwork, func() error {
 		// Else the start fails naming the program, not the directory.
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return errNoDir
+			return errCwdMissing
 		}
 		// A relative cwd stays in the Workspace through symlinks too.
 		if beneath != "" && beneath != "." && !resolvesBeneath(w.rec.Path, beneath) {
-			return errLeaves
+			return errCwdLeaves
 		}
 		// Look the program up here, so a path inside the Workspace works.
 		cmd = exec.Command(req.Argv[0], req.Argv[1:]...)
@@ -195,10 +200,10 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 	if err != nil {
 		stdout.r.Close()
 		stderr.r.Close()
-		if err == errNoDir {
+		if err == errCwdMissing {
 			return nil, nil, notFound("cwd " + dir + ": no such directory")
 		}
-		if err == errLeaves {
+		if err == errCwdLeaves {
 			return nil, nil, fmt.Errorf("%w: cwd %q leaves the Workspace (through a symlink)", ErrBadRequest, req.Cwd)
 		}
 		return nil, nil, fmt.Errorf("%w: start %s: %v", ErrBadRequest, req.Argv[0], err)

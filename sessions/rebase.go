@@ -172,12 +172,11 @@ func (w *workspace) copyUpOrphans(c *publish.Capture, head object.ID, cr *carry)
 }
 
 // dropRemovedDirs removes from the (unmounted) upperdir the directories
-// the head removed where ours only touched their metadata — as a build
-// making an ignored file in one does — and what they hold, as the gate
-// lets the head's removal stand: on the head's lower layer they would be
-// new directories, and the next commit would bring them back. It returns
-// the uncommitted entries that went with them (ignored paths, special
-// files), sorted. Directories below which ours adds something stay.
+// whose removal by the head stands (publish.Changeset.StaysRemoved: ours
+// only touched their metadata, as a build making an ignored file in one
+// does), and what they hold: on the head's lower layer they would be new
+// directories, and the next commit would bring them back. It returns the
+// uncommitted entries that went with them (ignored paths, special files).
 func (w *workspace) dropRemovedDirs(res *publish.Result, c *publish.Capture) ([]api.UncommittedPath, error) {
 	base, err := w.headTree(c.Changes.Base)
 	if err != nil {
@@ -187,16 +186,25 @@ func (w *workspace) dropRemovedDirs(res *publish.Result, c *publish.Capture) ([]
 	if err != nil {
 		return nil, err
 	}
+	// lookup finds p in tree, nil where it is not; ok is false where the
+	// lookup failed otherwise, and nothing is removed for it.
+	lookup := func(tree object.ID, p string) (e *store.Entry, ok bool) {
+		got, err := w.d.s.Lookup(tree, p)
+		if err == nil {
+			return &got, true
+		}
+		return nil, errors.Is(err, store.ErrNotFound)
+	}
+	uncommittedPaths := uncommitted(c)
 	var dropped []api.UncommittedPath
 	for i := range c.Changes.Changes {
 		ch := &c.Changes.Changes[i]
-		if !ch.MetaOnly() || c.Changes.AddsBelow(ch.Path) {
-			continue
+		if ch.Entry == nil || ch.Entry.Type != store.TypeDir {
+			continue // only a directory's can stand removed: no lookups
 		}
-		if _, err := w.d.s.Lookup(base, ch.Path); err != nil {
-			continue // new in ours (or unreadable): not the head's to remove
-		}
-		if _, err := w.d.s.Lookup(head, ch.Path); !errors.Is(err, store.ErrNotFound) {
+		be, okBase := lookup(base, ch.Path)
+		he, okHead := lookup(head, ch.Path)
+		if !okBase || !okHead || !c.Changes.StaysRemoved(ch, be, he) {
 			continue
 		}
 		if err := os.RemoveAll(filepath.Join(w.upper(), filepath.FromSlash(ch.Path))); err != nil {
@@ -205,14 +213,14 @@ func (w *workspace) dropRemovedDirs(res *publish.Result, c *publish.Capture) ([]
 		// Its parents the head removed too, copied up only to hold it
 		// (their metadata unchanged), go once empty.
 		for dir := path.Dir(ch.Path); dir != "."; dir = path.Dir(dir) {
-			_, inBase := w.d.s.Lookup(base, dir)
-			_, inHead := w.d.s.Lookup(head, dir)
-			if inBase != nil || !errors.Is(inHead, store.ErrNotFound) ||
+			be, okBase := lookup(base, dir)
+			he, okHead := lookup(head, dir)
+			if !okBase || !okHead || be == nil || he != nil ||
 				os.Remove(filepath.Join(w.upper(), filepath.FromSlash(dir))) != nil {
 				break
 			}
 		}
-		for _, u := range uncommitted(c) {
+		for _, u := range uncommittedPaths {
 			if strings.HasPrefix(u.Path, ch.Path+"/") && !slices.Contains(dropped, u) {
 				dropped = append(dropped, u)
 			}

@@ -260,9 +260,18 @@ func (d *Daemon) Inspect(id string) (api.Workspace, error) {
 
 // pending lists the uncommitted changed paths, hashing but storing nothing.
 func (w *workspace) pending() ([]string, error) {
-	// Every change leaves an entry in the upperdir: an empty one holds
-	// none, and neither the ignore rules nor the upperdir need be read
-	// (an end right after a commit).
+	c, err := w.captureIfAny(publish.CaptureUpperDry)
+	if c == nil || err != nil {
+		return nil, err
+	}
+	return c.Changes.Paths(), nil
+}
+
+// captureIfAny captures the upperdir with capture, by the Workspace's
+// ignore rules, or returns nil for an empty one: every change leaves an
+// entry there, and neither the rules nor the upperdir need be read (an
+// end right after a commit).
+func (w *workspace) captureIfAny(capture func(*store.Store, publish.Upper) (*publish.Capture, error)) (*publish.Capture, error) {
 	if empty, err := dirEmpty(w.upper()); err == nil && empty {
 		return nil, nil
 	}
@@ -270,11 +279,7 @@ func (w *workspace) pending() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := publish.CaptureUpperDry(w.d.s, w.captured(rules))
-	if err != nil {
-		return nil, err
-	}
-	return c.Changes.Paths(), nil
+	return capture(w.d.s, w.captured(rules))
 }
 
 // dirEmpty reports whether directory dir has no entries.
@@ -500,15 +505,8 @@ func (d *Daemon) Discard(id string, all bool) (api.DiscardResult, error) {
 // entries capture would leave out, found without reading a file. Callers
 // hold w.mu.
 func (w *workspace) prepareDiscardCarry() (*carry, error) {
-	if empty, err := dirEmpty(w.upper()); err != nil || empty {
-		return nil, err
-	}
-	rules, err := w.ignoreRules()
-	if err != nil {
-		return nil, err
-	}
-	c, err := publish.CaptureUncommitted(w.d.s, w.captured(rules))
-	if err != nil {
+	c, err := w.captureIfAny(publish.CaptureUncommitted)
+	if c == nil || err != nil {
 		return nil, err
 	}
 	// The lower layer stays, but a renamed directory's source shows again
