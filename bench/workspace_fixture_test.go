@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -326,6 +328,24 @@ func (e *wsEnv) lifecycle(b *testing.B, script string) {
 		e.timedCommit(b, id)
 	}
 	e.phase("end", func() { e.end(b, id) })
+}
+
+// metric is the value of the daemon's metric name (GET /metrics).
+func (e *wsEnv) metric(b *testing.B, name string) int64 {
+	b.Helper()
+	var buf bytes.Buffer
+	e.d.WriteMetrics(&buf)
+	for _, line := range strings.Split(buf.String(), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				b.Fatalf("metric %s: %v", name, err)
+			}
+			return n
+		}
+	}
+	b.Fatalf("no metric %s", name)
+	return 0
 }
 
 // timedCommit commits, recording the call's time and its receipt's
