@@ -97,6 +97,11 @@ func TestCLIErrors(t *testing.T) {
 		{nil, exitUsage, "Usage: layerfs"},
 		{[]string{"--store", store, "log", "main"}, exitUsage, "flags go after"},
 		{[]string{"ws", "bogus", "x"}, exitUsage, "unknown ws subcommand"},
+		{[]string{"ws", "create", "main"}, exitUsage, "--branch B"},
+		{[]string{"ws", "ls", "x"}, exitUsage, "takes no arguments"},
+		{[]string{"ws", "end", "ws-1", "ws-2"}, exitUsage, "takes one ID"},
+		{[]string{"ws", "commit"}, exitUsage, "layerfs ws commit ID"},
+		{[]string{"ws", "ls"}, exitUsage, "LAYERFS_SOCKET"},
 		{[]string{"log", "--store", store, "-n", "-1", "main"}, exitUsage, "-n -1"},
 		{[]string{"log", "--store", store, "--stat", "--name-status", "main"}, exitUsage, "not both"},
 		{[]string{"cat", "--store", store, "main:src/pkg"}, exitUsage, "layerfs ls main:src/pkg"},
@@ -110,6 +115,7 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"ls", "main"}, exitUsage, "LAYERFS_STORE"},
 	} {
 		t.Setenv("LAYERFS_STORE", "")
+		t.Setenv("LAYERFS_SOCKET", "")
 		code, _, stderr := runCLI(t, c.args...)
 		if code != c.code || !strings.Contains(stderr, c.msg) {
 			t.Errorf("layerfs %s: exit %d %q; want exit %d mentioning %q", strings.Join(c.args, " "), code, stderr, c.code, c.msg)

@@ -94,19 +94,25 @@ func runWS(c *cli, args []string) error {
 	default:
 		return fmt.Errorf("%w: unknown ws subcommand %q (create, ls, inspect, exec, commit, discard, end)", errUsage, args[0])
 	}
+	sub, rest := args[0], args[1:]
+	switch {
+	case sub == "create" && len(rest) > 0:
+		return fmt.Errorf("%w: layerfs ws create takes no arguments (got %q): name the branch with --branch B", errUsage, rest[0])
+	case sub == "ls" && len(rest) > 0:
+		return fmt.Errorf("%w: layerfs ws ls takes no arguments (got %q)", errUsage, rest[0])
+	case sub == "create" || sub == "ls":
+	case len(rest) == 0:
+		return fmt.Errorf("%w: layerfs ws %s ID", errUsage, sub)
+	case sub != "exec" && len(rest) > 1:
+		// One at a time: ending the first of two and ignoring the other
+		// would surprise.
+		return fmt.Errorf("%w: layerfs ws %s takes one ID (got %d arguments)", errUsage, sub, len(rest))
+	}
 	if wsFlags.socket == "" {
 		return fmt.Errorf("%w: no daemon socket: pass --socket PATH or set LAYERFS_SOCKET", errUsage)
 	}
 	cl := layerfs.Dial(wsFlags.socket)
 	ctx := context.Background()
-	sub, rest := args[0], args[1:]
-	if sub == "create" || sub == "ls" {
-		if err := c.want(rest, 0, 0); err != nil {
-			return err
-		}
-	} else if len(rest) == 0 {
-		return fmt.Errorf("%w: layerfs ws %s ID", errUsage, sub)
-	}
 	switch sub {
 	case "create":
 		w, err := cl.Create(ctx, api.CreateRequest{Branch: wsFlags.branch, Path: wsFlags.path})
