@@ -1,6 +1,9 @@
 package api
 
-import "time"
+import (
+	"encoding/base64"
+	"time"
+)
 
 // CreateRequest asks for a Workspace of a branch.
 type CreateRequest struct {
@@ -38,8 +41,11 @@ type ExecRequest struct {
 	// Cwd is relative to the Workspace root, or absolute inside the
 	// namespace; default the Workspace root.
 	Cwd string `json:"cwd,omitempty"`
-	// Stdin is the command's standard input; empty: /dev/null.
-	Stdin string `json:"stdin,omitempty"`
+	// Stdin is the command's standard input as text, or StdinBase64 the
+	// same as base64, for input that is not UTF-8 (a JSON string holds
+	// only text). At most one of them; neither: /dev/null.
+	Stdin       string `json:"stdin,omitempty"`
+	StdinBase64 string `json:"stdin_base64,omitempty"`
 	// TimeoutMS kills the command's process group after this long; 0: none.
 	TimeoutMS int64 `json:"timeout_ms,omitempty"`
 	// IsolateNetwork runs the command in the Workspace's own network
@@ -49,19 +55,53 @@ type ExecRequest struct {
 
 // ExecResult is how a command ended.
 type ExecResult struct {
-	ExitCode   int     `json:"exit_code"`
-	Stdout     string  `json:"stdout"`
-	Stderr     string  `json:"stderr"`
-	DurationMS float64 `json:"duration_ms"`
-	TimedOut   bool    `json:"timed_out"`
+	ExitCode int `json:"exit_code"`
+	// Stdout and Stderr are the command's output if it is UTF-8 text;
+	// output that is not comes as base64 in StdoutBase64 or StderrBase64
+	// instead, and the text field is empty. StdoutBytes and StderrBytes
+	// return it either way. Each keeps the first MaxOutput bytes;
+	// Truncated says one of them had more (the streaming form has no
+	// bound).
+	Stdout       string  `json:"stdout"`
+	StdoutBase64 string  `json:"stdout_base64,omitempty"`
+	Stderr       string  `json:"stderr"`
+	StderrBase64 string  `json:"stderr_base64,omitempty"`
+	Truncated    bool    `json:"truncated"`
+	DurationMS   float64 `json:"duration_ms"`
+	TimedOut     bool    `json:"timed_out"`
 }
 
+// MaxOutput bounds the stdout and the stderr an ExecResult holds.
+const MaxOutput = 16 << 20
+
+// StdoutBytes is the command's stdout, from whichever field holds it.
+func (r ExecResult) StdoutBytes() []byte { return textOrBase64(r.Stdout, r.StdoutBase64) }
+
+// StderrBytes is the command's stderr, from whichever field holds it.
+func (r ExecResult) StderrBytes() []byte { return textOrBase64(r.Stderr, r.StderrBase64) }
+
 // ExecEvent is one line of a streamed exec: output as it comes, then the
-// result (Stdout and Stderr empty there: they were streamed).
+// result (no output there: it was streamed). A piece of output is in Data
+// if it is UTF-8 text, else as base64 in DataBase64; Bytes returns it
+// either way. Text is never cut inside a character.
 type ExecEvent struct {
-	Stream string      `json:"stream,omitempty"` // "stdout" or "stderr"
-	Data   string      `json:"data,omitempty"`
-	Result *ExecResult `json:"result,omitempty"`
+	Stream     string      `json:"stream,omitempty"` // "stdout" or "stderr"
+	Data       string      `json:"data,omitempty"`
+	DataBase64 string      `json:"data_base64,omitempty"`
+	Result     *ExecResult `json:"result,omitempty"`
+}
+
+// Bytes is the event's output, from whichever field holds it.
+func (e ExecEvent) Bytes() []byte { return textOrBase64(e.Data, e.DataBase64) }
+
+// textOrBase64 returns text's bytes, or b64's decoded if it is set (the
+// daemon sets one of them; a b64 that does not decode yields nil).
+func textOrBase64(text, b64 string) []byte {
+	if b64 == "" {
+		return []byte(text)
+	}
+	data, _ := base64.StdEncoding.DecodeString(b64)
+	return data
 }
 
 // CommitRequest describes the Commit sandbox.commit makes.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,6 +252,15 @@ func TestWSCommandAgainstDaemon(t *testing.T) {
 	ws(1, "exec", b, "--", "test", "-e", "pipe")
 	if out, _ := ws(0, "inspect", "--json", b); strings.Contains(out, "pending") {
 		t.Errorf("after discard: %s", out)
+	}
+	// Bytes that are not UTF-8 pass through stdin and stdout exactly.
+	data := make([]byte, 200_000)
+	rand.New(rand.NewSource(2)).Read(data)
+	cat := exec.Command(layerfsBin, "ws", "exec", "--stdin", b, "--", "cat")
+	cat.Env = append(os.Environ(), "LAYERFS_SOCKET="+p.socket)
+	cat.Stdin = bytes.NewReader(data)
+	if out, err := cat.Output(); err != nil || !bytes.Equal(out, data) {
+		t.Errorf("ws exec --stdin -- cat of %d random bytes: %d bytes back, %v", len(data), len(out), err)
 	}
 	ws(0, "end", b)
 	ws(0, "exec", a, "--", "touch", "c.txt")

@@ -3,9 +3,9 @@ package sessions
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -14,16 +14,13 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/layerfs/layerfs/api"
 	"github.com/layerfs/layerfs/store"
 )
-
-// maxOutput bounds the stdout and stderr an exec keeps for its reply; the
-// streaming form has no bound.
-const maxOutput = 16 << 20
 
 // outputGrace is how long exec waits, after its command exits, for more
 // output from processes the command left running: output already written
@@ -107,8 +104,9 @@ func newOutPipe() (*outPipe, error) {
 var outBufs = sync.Pool{New: func() any { return new([64 << 10]byte) }}
 
 // copy reads the pipe into dst until it ends (see outPipe).
-func (p *outPipe) copy(dst io.Writer) {
+func (p *outPipe) copy(dst *streamWriter) {
 	defer close(p.done)
+	defer dst.flush()
 	defer p.r.Close()
 	bp := outBufs.Get().(*[64 << 10]byte)
 	defer outBufs.Put(bp)
@@ -159,6 +157,10 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 			}
 		}
 	}
+	stdin, err := stdinOf(req)
+	if err != nil {
+		return nil, nil, err
+	}
 	stdout, err := newOutPipe()
 	if err != nil {
 		return nil, nil, err
@@ -184,8 +186,8 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 		cmd = exec.Command(req.Argv[0], req.Argv[1:]...)
 		cmd.Dir = dir
 		cmd.Env = req.Env
-		if req.Stdin != "" { // else /dev/null
-			cmd.Stdin = strings.NewReader(req.Stdin)
+		if stdin != nil { // else /dev/null
+			cmd.Stdin = bytes.NewReader(stdin)
 		}
 		cmd.Stdout, cmd.Stderr = stdout.w, stderr.w
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -213,6 +215,23 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 	return cmd, []*outPipe{stdout, stderr}, nil
 }
 
+// stdinOf is the request's stdin: nil for none.
+func stdinOf(req api.ExecRequest) ([]byte, error) {
+	switch {
+	case req.Stdin != "" && req.StdinBase64 != "":
+		return nil, fmt.Errorf("%w: stdin and stdin_base64 both set: send one", ErrBadRequest)
+	case req.StdinBase64 != "":
+		data, err := base64.StdEncoding.DecodeString(req.StdinBase64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: stdin_base64: %v", ErrBadRequest, err)
+		}
+		return data, nil
+	case req.Stdin != "":
+		return []byte(req.Stdin), nil
+	}
+	return nil, nil
+}
+
 // exitCode is the command's exit status as a shell reports it (128+N for
 // signal N), whatever Wait said about output left open.
 func exitCode(cmd *exec.Cmd, err error) int {
@@ -235,33 +254,112 @@ type output struct {
 	mu             sync.Mutex
 	stream         func(api.ExecEvent)
 	stdout, stderr bytes.Buffer
+	truncated      bool
 }
 
 func newOutput(stream func(api.ExecEvent)) *output { return &output{stream: stream} }
 
-func (o *output) writer(name string) io.Writer {
-	return writerFunc(func(p []byte) (int, error) {
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		if o.stream != nil {
-			o.stream(api.ExecEvent{Stream: name, Data: string(p)})
-			return len(p), nil
-		}
+// writer is where one of the command's streams goes. Its flush sends what
+// a stream held back; call it once the stream has ended.
+func (o *output) writer(name string) *streamWriter {
+	return &streamWriter{o: o, name: name}
+}
+
+// A streamWriter writes one of a command's streams to its output. When
+// streaming, it holds back the bytes of a character cut at the end of a
+// read, so that text goes out as text (ExecEvent.Data); a piece that is
+// not UTF-8 goes out as base64.
+type streamWriter struct {
+	o       *output
+	name    string
+	pending []byte // the start of a character cut by the last read
+}
+
+func (sw *streamWriter) Write(p []byte) (int, error) {
+	o := sw.o
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.stream == nil {
 		buf := &o.stdout
-		if name == "stderr" {
+		if sw.name == "stderr" {
 			buf = &o.stderr
 		}
-		if room := maxOutput - buf.Len(); room > 0 {
-			buf.Write(p[:min(len(p), room)])
+		room := api.MaxOutput - buf.Len()
+		if len(p) > room {
+			o.truncated = true
 		}
+		buf.Write(p[:min(len(p), max(room, 0))])
 		return len(p), nil
-	})
+	}
+	data := p
+	if len(sw.pending) > 0 {
+		data = append(sw.pending, p...)
+		sw.pending = nil
+	}
+	if cut := cutCharacter(data); cut < len(data) && utf8.Valid(data[:cut]) {
+		sw.pending = append([]byte(nil), data[cut:]...)
+		data = data[:cut]
+	}
+	sw.send(data)
+	return len(p), nil
+}
+
+// flush sends what Write held back: a character the stream never
+// finished, as base64.
+func (sw *streamWriter) flush() {
+	sw.o.mu.Lock()
+	defer sw.o.mu.Unlock()
+	if sw.o.stream != nil && len(sw.pending) > 0 {
+		sw.send(sw.pending)
+		sw.pending = nil
+	}
+}
+
+// send streams data, as text if it is UTF-8. Called with o.mu held.
+func (sw *streamWriter) send(data []byte) {
+	if len(data) == 0 {
+		return
+	}
+	ev := api.ExecEvent{Stream: sw.name}
+	if utf8.Valid(data) {
+		ev.Data = string(data)
+	} else {
+		ev.DataBase64 = base64.StdEncoding.EncodeToString(data)
+	}
+	sw.o.stream(ev)
+}
+
+// cutCharacter returns where the last character of p starts if p ends
+// inside it (the start of a multi-byte character, cut short), else
+// len(p).
+func cutCharacter(p []byte) int {
+	for i := len(p) - 1; i >= 0 && i >= len(p)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(p[i]) {
+			if !utf8.FullRune(p[i:]) {
+				return i
+			}
+			break
+		}
+	}
+	return len(p)
 }
 
 func (o *output) result() api.ExecResult {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return api.ExecResult{Stdout: o.stdout.String(), Stderr: o.stderr.String()}
+	r := api.ExecResult{Truncated: o.truncated}
+	r.Stdout, r.StdoutBase64 = textOrBase64(o.stdout.Bytes())
+	r.Stderr, r.StderrBase64 = textOrBase64(o.stderr.Bytes())
+	return r
+}
+
+// textOrBase64 puts data in the first result if it is UTF-8 text, else
+// as base64 in the second.
+func textOrBase64(data []byte) (text, b64 string) {
+	if utf8.Valid(data) {
+		return string(data), ""
+	}
+	return "", base64.StdEncoding.EncodeToString(data)
 }
 
 type writerFunc func([]byte) (int, error)

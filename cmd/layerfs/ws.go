@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/layerfs/layerfs"
 	"github.com/layerfs/layerfs/api"
@@ -175,7 +177,11 @@ func wsExec(c *cli, cl *layerfs.Client, id string, argv []string) error {
 		if err != nil {
 			return fmt.Errorf("read stdin: %w", err)
 		}
-		req.Stdin = string(data)
+		if utf8.Valid(data) {
+			req.Stdin = string(data)
+		} else {
+			req.StdinBase64 = base64.StdEncoding.EncodeToString(data)
+		}
 	}
 	if c.json {
 		res, err := cl.Exec(context.Background(), id, req)
@@ -186,9 +192,9 @@ func wsExec(c *cli, cl *layerfs.Client, id string, argv []string) error {
 	}
 	res, err := cl.ExecStream(context.Background(), id, req, func(ev api.ExecEvent) {
 		if ev.Stream == "stderr" {
-			fmt.Fprint(c.errOut, ev.Data)
+			c.errOut.Write(ev.Bytes())
 		} else {
-			fmt.Fprint(c.out, ev.Data)
+			c.out.Write(ev.Bytes())
 		}
 	})
 	if err != nil {
