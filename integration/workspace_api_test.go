@@ -148,6 +148,23 @@ func TestSocketAPIWithCurl(t *testing.T) {
 	}
 	decodeJSON(t, call("POST", "/workspaces/"+b.ID+"/discard", `{"all":true}`, 400), &e)
 	decodeJSON(t, call("DELETE", "/workspaces/"+b.ID+"?discard=yes", "", 400), &e)
+	decodeJSON(t, call("DELETE", "/workspaces/"+b.ID+"?discard=1&discard=0", "", 400), &e) // which one?
+	if !strings.Contains(e.Error, "given 2 times") {
+		t.Errorf("a parameter given twice: %+v", e)
+	}
+	for _, c := range []struct{ path, body, want string }{
+		{"/workspaces/" + a.ID + "/exec?stream=yes", `{"argv":["true"]}`, "want 1 or 0"},
+		{"/workspaces/" + a.ID + "/exec?strem=1", `{"argv":["true"]}`, `unknown parameter "strem"`},
+		{"/workspaces/" + b.ID + "/commit?force=1", "", "takes no parameters"}, // force is in the body
+		{"/workspaces/" + b.ID + "/commit", `{"force":true} {"force":false}`, "after the JSON object"},
+		{"/workspaces/" + b.ID + "/commit", `null`, "want a JSON object"},
+		{"/workspaces", `["main"]`, "want a JSON object"},
+	} {
+		decodeJSON(t, call("POST", c.path, c.body, 400), &e)
+		if e.Code != api.CodeBadRequest || !strings.Contains(e.Error, c.want) {
+			t.Errorf("POST %s %s: %+v, want an error saying %q", c.path, c.body, e, c.want)
+		}
+	}
 	decodeJSON(t, call("POST", "/workspaces", `{"branch":"../x"}`, 400), &e)
 	if e.Code != api.CodeBadRequest || !strings.Contains(e.Error, "branch name") {
 		t.Errorf("a branch name that cannot be one: %+v", e)

@@ -1,15 +1,18 @@
 package sessions
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/layerfs/layerfs/api"
@@ -122,20 +125,38 @@ func flagOnly(r *http.Request, name string) (bool, error) {
 	if r.ContentLength != 0 {
 		return false, fmt.Errorf("%w: %s %s takes no body (?%s=1 is its one option)", ErrBadRequest, r.Method, r.URL.Path, name)
 	}
+	return flagParam(r, name)
+}
+
+// flagParam reads a request's query: at most the boolean parameter name,
+// once (absent: false).
+func flagParam(r *http.Request, name string) (bool, error) {
 	q := r.URL.Query()
 	for k := range q {
 		if k != name {
 			return false, fmt.Errorf("%w: unknown parameter %q (?%s=1 is the one option)", ErrBadRequest, k, name)
 		}
 	}
-	if v := q.Get(name); v != "" {
-		on, err := strconv.ParseBool(v)
+	switch vs := q[name]; {
+	case len(vs) == 0:
+		return false, nil
+	case len(vs) > 1:
+		return false, fmt.Errorf("%w: ?%s given %d times: give it once", ErrBadRequest, name, len(vs))
+	default:
+		on, err := strconv.ParseBool(vs[0])
 		if err != nil {
-			return false, fmt.Errorf("%w: ?%s=%s: want 1 or 0", ErrBadRequest, name, v)
+			return false, fmt.Errorf("%w: ?%s=%s: want 1 or 0", ErrBadRequest, name, vs[0])
 		}
 		return on, nil
 	}
-	return false, nil
+}
+
+// noParams refuses a query on a request that takes none.
+func noParams(r *http.Request) error {
+	if r.URL.RawQuery != "" {
+		return fmt.Errorf("%w: %s %s takes no parameters (got ?%s)", ErrBadRequest, r.Method, r.URL.Path, r.URL.RawQuery)
+	}
+	return nil
 }
 
 func (d *Daemon) handleCreate(w http.ResponseWriter, r *http.Request) {
@@ -170,7 +191,11 @@ func (d *Daemon) handleExec(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &req) {
 		return
 	}
-	stream, _ := strconv.ParseBool(r.URL.Query().Get("stream"))
+	stream, err := flagParam(r, "stream")
+	if err != nil {
+		respond(w, nil, err)
+		return
+	}
 	if !stream {
 		res, err := d.Exec(r.Context(), r.PathValue("id"), req, nil)
 		respond(w, res, err)
@@ -193,18 +218,53 @@ func (d *Daemon) handleExec(w http.ResponseWriter, r *http.Request) {
 	send(api.ExecEvent{Result: &res})
 }
 
-// decode reads a JSON body; an empty body is the zero request.
+// decode reads a JSON body, one object and nothing after it; an empty
+// body is the zero request. Of the requests with a body, only exec takes
+// a parameter (stream), which handleExec reads.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	if r.ContentLength == 0 {
-		return true
-	}
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields() // a misspelt field is a mistake, not a default
-	if err := dec.Decode(v); err != nil {
-		respond(w, nil, fmt.Errorf("%w: body: %v", ErrBadRequest, err))
+	if err := decodeBody(r, v); err != nil {
+		respond(w, nil, err)
 		return false
 	}
 	return true
+}
+
+func decodeBody(r *http.Request, v any) error {
+	if !strings.HasSuffix(r.Pattern, "/exec") {
+		if err := noParams(r); err != nil {
+			return err
+		}
+	}
+	if r.ContentLength == 0 {
+		return nil
+	}
+	br := bufio.NewReader(r.Body)
+	for {
+		c, err := br.ReadByte()
+		if err == io.EOF {
+			return nil // only white space: as empty
+		}
+		if err != nil {
+			return fmt.Errorf("%w: body: %v", ErrBadRequest, err)
+		}
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+			continue
+		}
+		if c != '{' {
+			return fmt.Errorf("%w: body: want a JSON object", ErrBadRequest)
+		}
+		br.UnreadByte()
+		break
+	}
+	dec := json.NewDecoder(br)
+	dec.DisallowUnknownFields() // a misspelt field is a mistake, not a default
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: body: %v", ErrBadRequest, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("%w: body: something after the JSON object", ErrBadRequest)
+	}
+	return nil
 }
 
 func reply(w http.ResponseWriter, v any) {
