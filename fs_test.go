@@ -118,6 +118,23 @@ func TestSameFileConflict(t *testing.T) {
 	expect(t, publish.Committed)(b.Edit("README.md", "from a", "from b", false))
 }
 
+// TestNoFinalNewlineAgainstAppend: a write that drops the file's final
+// newline and one that appends a line cannot both land; merged, the two
+// last lines would join into one that neither side wrote.
+func TestNoFinalNewlineAgainstAppend(t *testing.T) {
+	st, a := newProject(t)
+	expect(t, publish.Committed)(a.Write("f", []byte("a\nb\n")))
+	b, _ := st.FS("main")
+	expect(t, publish.Committed)(a.Write("f", []byte("a\nb\nc\n")))
+	res := expect(t, publish.Conflict)(b.Write("f", []byte("a\nb")))
+	if len(res.Paths) != 1 || res.Paths[0] != "f" {
+		t.Errorf("conflict %+v, want f", res)
+	}
+	if got := mustRead(t, a, "f"); got != "a\nb\nc\n" {
+		t.Errorf("f = %q", got)
+	}
+}
+
 func TestEditRules(t *testing.T) {
 	_, f := newProject(t)
 	expect(t, publish.Committed)(f.Write("t.txt", []byte("x y x\n")))

@@ -35,11 +35,14 @@ type Merged struct {
 func (m *Merged) Clean() bool { return len(m.Conflicts) == 0 }
 
 // change is one change of a side against base: base lines [start, end)
-// replaced by lines [nstart, nend) of that side.
+// replaced by lines [nstart, nend) of that side. open marks a change that
+// leaves the side's file without a final newline: its text must stay
+// last.
 type change struct {
 	start, end   int
 	nstart, nend int
 	side         Side
+	open         bool
 }
 
 func changesOf(base, other []string, side Side) []change {
@@ -47,13 +50,19 @@ func changesOf(base, other []string, side Side) []change {
 	for _, op := range DiffLines(base, other) {
 		switch op.Kind {
 		case Delete:
-			out = appendChange(out, change{op.A, op.A + op.N, op.B, op.B, side})
+			out = appendChange(out, change{start: op.A, end: op.A + op.N, nstart: op.B, nend: op.B, side: side})
 		case Insert:
-			out = appendChange(out, change{op.A, op.A, op.B, op.B + op.N, side})
+			out = appendChange(out, change{start: op.A, end: op.A, nstart: op.B, nend: op.B + op.N, side: side})
 		}
+	}
+	if n := len(out); n > 0 {
+		last := &out[n-1]
+		last.open = last.nend > last.nstart && last.nend == len(other) && !terminatedLine(other[last.nend-1])
 	}
 	return out
 }
+
+func terminatedLine(l string) bool { return len(l) > 0 && l[len(l)-1] == '\n' }
 
 // appendChange joins a change adjacent to the previous one (a delete
 // followed by an insert at the same place is one replacement).
@@ -66,8 +75,13 @@ func appendChange(hs []change, h change) []change {
 }
 
 // overlaps reports whether two changes touch the same base lines: their
-// spans intersect, or both insert at the same place.
+// spans intersect, or both insert at the same place, or one ends its
+// side's file without a final newline where the other appends (merged,
+// the two would join into a line neither side wrote).
 func overlaps(a, b change) bool {
+	if (a.open && b.start == a.end) || (b.open && a.start == b.end) {
+		return true
+	}
 	if a.start == a.end && b.start == b.end {
 		return a.start == b.start
 	}

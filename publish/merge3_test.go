@@ -24,6 +24,9 @@ func TestMerge3Cases(t *testing.T) {
 		{"delete vs edit", "a\nc\nd\ne\n", "a\nB\nc\nd\ne\n", "a\nB\nc\nd\ne\n", 1},
 		{"ours only", "a\nb\nc\nd\ne\nf\n", base, "a\nb\nc\nd\ne\nf\n", 0},
 		{"adjacent edits", "A\nB\nc\nd\ne\n", "a\nb\nC\nD\ne\n", "A\nB\nC\nD\ne\n", 0},
+		{"no final newline vs append", "a\nb\nc\nd\ne", "a\nb\nc\nd\ne\nf\n", "a\nb\nc\nd\ne\nf\n", 1},
+		{"append vs no final newline", "a\nb\nc\nd\ne\nf\n", "a\nb\nc\nd\ne", "a\nb\nc\nd\ne", 1},
+		{"no final newline vs edit above", "a\nB\nc\nd\ne", "A\nb\nc\nd\ne\n", "A\nB\nc\nd\ne", 0},
 	} {
 		m := Merge3(lines(base), lines(c.ours), lines(c.head))
 		if got := join(m.Lines); got != c.want || len(m.Conflicts) != c.conflicts {
@@ -75,6 +78,9 @@ func edit(r *rand.Rand, base []string) []string {
 		}
 		out = append(out[:at], append(ins, out[at+del:]...)...)
 	}
+	if n := len(out); n > 0 && r.Intn(5) == 0 { // the file loses its final newline
+		out[n-1] = strings.TrimSuffix(out[n-1], "\n")
+	}
 	return out
 }
 
@@ -101,6 +107,13 @@ func checkMergeProperties(t *testing.T, base, a, b []string) {
 		t.Fatalf("merge with no change (ours): %q", join(m.Lines))
 	}
 	ab, ba := Merge3(base, a, b), Merge3(base, b, a)
+	for _, m := range []*Merged{ab, ba} {
+		for k, l := range m.Lines[:max(len(m.Lines)-1, 0)] {
+			if !strings.HasSuffix(l, "\n") {
+				t.Fatalf("merged line %d %q has no newline but is not last: two lines joined\nbase %q\na %q\nb %q", k, l, join(base), join(a), join(b))
+			}
+		}
+	}
 	if ab.Clean() != ba.Clean() || len(ab.Conflicts) != len(ba.Conflicts) {
 		t.Fatalf("conflicts depend on the side: %d vs %d\nbase %q\na %q\nb %q", len(ab.Conflicts), len(ba.Conflicts), join(base), join(a), join(b))
 	}
