@@ -130,11 +130,11 @@ func (st *Store) textOf(e *store.Entry, p string) ([]string, error) {
 
 // Blame says which origin wrote each line of path at ref.
 func (st *Store) Blame(ref, path string) (*publish.BlameResult, error) {
-	root, _, err := st.s.CommitRoot(ref)
+	root, r, err := st.s.CommitRoot(ref)
 	if err != nil {
 		return nil, err
 	}
-	return publish.Blame(st.s, root, path)
+	return publish.Blame(st.s, root, r.Commit, path)
 }
 
 // Reset moves branch to the commit ref names. Commits after it stay in the

@@ -29,9 +29,11 @@ type BlameResult struct {
 	Lines  []string `json:"-"`
 }
 
-// Blame says which origin wrote each line of path in tree root. Its cost
-// follows the file, not the history: one audit row, or the init tree.
-func Blame(s *store.Store, root object.ID, path string) (*BlameResult, error) {
+// Blame says which origin wrote each line of path in tree root, the tree
+// of Commit at (zero if it is no Commit's). Its cost follows the file, not
+// the history: one audit row, or the init tree (or, where the row is not
+// written yet, a walk back to the Commit that made the content).
+func Blame(s *store.Store, root, at object.ID, path string) (*BlameResult, error) {
 	e, err := s.Lookup(root, path)
 	if err != nil {
 		return nil, err
@@ -43,7 +45,7 @@ func Blame(s *store.Store, root object.ID, path string) (*BlameResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("blame %s: %w", path, err)
 	}
-	own, err := ownershipOf(s, s, path, &e, v)
+	own, err := ownershipOf(s, s, path, &e, v, at)
 	if err != nil {
 		return nil, fmt.Errorf("blame %s: %w", path, err)
 	}
@@ -119,20 +121,101 @@ func sharesLine(text []byte, lines []string) bool {
 }
 
 // ownershipOf finds who owns each line of the content e holds at path: the
-// recorded row, or "original" when init left that content there, or
-// "unknown" when the Commit that made it recorded nothing.
-func ownershipOf(s *store.Store, rd versionReader, path string, e *store.Entry, v *version) (store.Ownership, error) {
+// recorded row, or "original" when init left that content there. With
+// neither — the Commit that made the content landed, but its row is not
+// written yet (it is recorded after the landing when head moved, or when
+// the caller defers it) or was never written (a crash in between) — it is
+// worked out from history, from at, a Commit whose tree holds e at path
+// (zero: none known); "unknown" only if that fails too.
+func ownershipOf(s *store.Store, rd versionReader, path string, e *store.Entry, v *version, at object.ID) (store.Ownership, error) {
+	budget := maxHistoryWalk
+	return ownershipWalk(s, rd, path, e, v, at, &budget)
+}
+
+// maxHistoryWalk bounds how many Commits one ownership lookup may read
+// when rows are missing.
+const maxHistoryWalk = 1000
+
+func ownershipWalk(s *store.Store, rd versionReader, path string, e *store.Entry, v *version, at object.ID, budget *int) (store.Ownership, error) {
 	own, _, ok, err := rd.Blame(path, e.ID)
 	if err != nil || ok {
 		return own, err
 	}
-	owner := store.OwnerUnknown
 	if orig, err := fromInit(s, path, e.ID); err != nil {
 		return own, err
 	} else if orig {
-		owner = store.OwnerOriginal
+		return uniform(v, store.OwnerOriginal), nil
 	}
-	return uniform(v, owner), nil
+	if !at.IsZero() {
+		own, ok, err := fromHistory(s, rd, path, e, v, at, budget)
+		if err != nil || ok {
+			return own, err
+		}
+	}
+	return uniform(v, store.OwnerUnknown), nil
+}
+
+// fromHistory works out the ownership of the content e holds at path in
+// Commit at's tree as its audit would have: it finds the Commit that made
+// it, walking back through parents that hold it too, and carries the owners
+// of the version that Commit replaced, crediting the lines it wrote to its
+// origin. ok is false if the walk ran out of budget.
+func fromHistory(s *store.Store, rd versionReader, path string, e *store.Entry, v *version, at object.ID, budget *int) (store.Ownership, bool, error) {
+	if c, err := s.Commit(at); err != nil {
+		return store.Ownership{}, false, err
+	} else if ae, err := lookup(s, c.Tree, path); err != nil || ae == nil || ae.ID != e.ID {
+		return store.Ownership{}, false, err // at does not hold it: no walk
+	}
+	for {
+		if *budget--; *budget < 0 {
+			return store.Ownership{}, false, nil
+		}
+		c, err := s.Commit(at)
+		if err != nil {
+			return store.Ownership{}, false, err
+		}
+		var prev *store.Entry // the version the first parent had
+		var prevAt object.ID
+		next := object.Zero
+		for i, p := range c.Parents {
+			pc, err := s.Commit(p)
+			if err != nil {
+				return store.Ownership{}, false, err
+			}
+			pe, err := lookup(s, pc.Tree, path)
+			if err != nil {
+				return store.Ownership{}, false, err
+			}
+			if pe != nil && pe.Type == store.TypeFile && pe.ID == e.ID {
+				next = p // made further back
+				break
+			}
+			if i == 0 && pe != nil && pe.Type == store.TypeFile {
+				prev, prevAt = pe, p
+			}
+		}
+		if !next.IsZero() {
+			at = next
+			continue
+		}
+		// c made it, from prev if its first parent had the path.
+		if prev == nil || v.binary {
+			return uniform(v, c.Origin), true, nil
+		}
+		text, ok, err := loadText(rd, prev)
+		if err != nil {
+			return store.Ownership{}, false, err
+		}
+		if !ok {
+			return uniform(v, c.Origin), true, nil
+		}
+		ov := &version{lines: SplitLines(text)}
+		old, err := ownershipWalk(s, rd, path, prev, ov, prevAt, budget)
+		if err != nil {
+			return store.Ownership{}, false, err
+		}
+		return attribute(old, ov, v, c.Origin), true, nil
+	}
 }
 
 func uniform(v *version, owner string) store.Ownership {

@@ -15,6 +15,7 @@ type blamer struct {
 	get    extents.Getter // the new content: staged, or stored
 	rd     versionReader  // the versions it replaces, and their owners
 	parent object.ID      // the tree the changes landed on
+	head   object.ID      // the Commit whose tree that is
 	commit object.ID
 	origin string
 	carry  bool // a branch merge: content keeps the owners it has
@@ -109,7 +110,7 @@ func (b *blamer) file(path, from string, e *store.Entry) (store.BlameRow, error)
 		return row, nil
 	}
 	ov := &version{lines: SplitLines(text)}
-	own, err := ownershipOf(b.s, b.rd, from, &old, ov)
+	own, err := ownershipOf(b.s, b.rd, from, &old, ov, b.head)
 	if err != nil {
 		return row, err
 	}
@@ -149,7 +150,7 @@ func (b *blamer) movedTree(tree object.ID, to, from string) ([]store.BlameRow, e
 // head line keeps its owner (Origin::Active), a line of ours belongs to the
 // command — or, for a branch merge, keeps the owner it has there.
 func (b *blamer) mergedRow(path string, mi *mergeInfo) (store.BlameRow, error) {
-	headOwn, err := ownershipOf(b.s, b.rd, path, mi.head, mi.headV)
+	headOwn, err := ownershipOf(b.s, b.rd, path, mi.head, mi.headV, mi.headAt)
 	if err != nil {
 		return store.BlameRow{}, err
 	}
@@ -174,12 +175,12 @@ func (b *blamer) mergedRow(path string, mi *mergeInfo) (store.BlameRow, error) {
 // owners for kept lines and the command for changed ones.
 func (b *blamer) oursOwnership(path string, mi *mergeInfo) (store.Ownership, error) {
 	if b.carry {
-		return ownershipOf(b.s, b.rd, path, mi.ours, mi.ouV)
+		return ownershipOf(b.s, b.rd, path, mi.ours, mi.ouV, object.Zero) // the merged branch's: not known here
 	}
 	if mi.base == nil {
 		return uniform(mi.ouV, b.origin), nil
 	}
-	baseOwn, err := ownershipOf(b.s, b.rd, path, mi.base, mi.baseV)
+	baseOwn, err := ownershipOf(b.s, b.rd, path, mi.base, mi.baseV, mi.baseAt)
 	if err != nil {
 		return store.Ownership{}, err
 	}

@@ -313,7 +313,7 @@ func (g *gate) blame(res *Result) {
 	if err != nil {
 		return // recorded after landing, the slow way
 	}
-	b := &blamer{s: g.s, get: stages{g.content, g.trees}, rd: g.s.WriterReads(), parent: parent.Tree, commit: res.Commit,
+	b := &blamer{s: g.s, get: stages{g.content, g.trees}, rd: g.s.WriterReads(), parent: parent.Tree, head: res.Head, commit: res.Commit,
 		origin: g.meta.Origin, carry: g.meta.Carry, merges: g.merges}
 	rows, err := b.rowsFor(g.cs)
 	g.rows = &blameRows{rows: rows, err: err}
@@ -376,7 +376,7 @@ func (g *gate) audit(res *Result) error {
 	if err != nil {
 		return err
 	}
-	b := &blamer{s: g.s, get: g.s, rd: g.s, parent: parent.Tree, commit: res.Commit, origin: g.meta.Origin,
+	b := &blamer{s: g.s, get: g.s, rd: g.s, parent: parent.Tree, head: res.Head, commit: res.Commit, origin: g.meta.Origin,
 		carry: g.meta.Carry, merges: g.merges}
 	return b.record(g.cs)
 }

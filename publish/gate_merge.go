@@ -46,15 +46,19 @@ type mergeInfo struct {
 	base, head, ours  *store.Entry
 	baseV, headV, ouV *version
 	result            object.ID // the merged content
+	// baseAt and headAt are the Commits whose trees hold base and head,
+	// for ownership not recorded yet (ownershipOf).
+	baseAt, headAt object.ID
 }
 
 // reconciled is the changeset after the gate looked at what head did.
 type reconciled struct {
-	changes   []Change
-	conflicts []PathConflict
-	merged    []MergedPath
-	lww       []store.LWWDecision
-	merges    map[string]*mergeInfo
+	base, head object.ID // the Commits compared
+	changes    []Change
+	conflicts  []PathConflict
+	merged     []MergedPath
+	lww        []store.LWWDecision
+	merges     map[string]*mergeInfo
 }
 
 // reconcile compares every touched path at base and head. Paths head left
@@ -69,7 +73,7 @@ func (g *gate) reconcile(base, head object.ID) (*reconciled, error) {
 	if err != nil {
 		return nil, fmt.Errorf("head %s: %w", head.Short(), err)
 	}
-	r := &reconciled{merges: map[string]*mergeInfo{}}
+	r := &reconciled{base: base, head: head, merges: map[string]*mergeInfo{}}
 	if bc.Tree == hc.Tree {
 		r.changes = g.cs.Changes
 		return r, nil
@@ -220,6 +224,7 @@ func (g *gate) merge(r *reconciled, c *Change, be, he *store.Entry) (bool, error
 	if mi == nil {
 		return conflict(ConflictBinary)
 	}
+	mi.baseAt, mi.headAt = r.base, r.head
 	mi.merged = Merge3(linesOf(mi.baseV), mi.ouV.lines, mi.headV.lines)
 	if !mi.merged.Clean() {
 		r.conflicts = append(r.conflicts, PathConflict{Path: c.Path, Kind: ConflictText, Merge: mi.merged, HeadEntry: he})

@@ -111,10 +111,33 @@ func TestGateMergesDisjointHunks(t *testing.T) {
 	}
 }
 
+// TestBlameBeforeTheAuditLands: a Commit whose ownership is recorded
+// after it lands (deferred, as a Workspace's commit does, or because head
+// moved) can have another land on top before it is. That one's ownership,
+// and blame meanwhile, are worked out from history instead of reading
+// "unknown" for good; a merge against it too.
+func TestBlameBeforeTheAuditLands(t *testing.T) {
+	r := newRepo(t, map[string]string{"f.txt": "1\n2\n3\n4\n5\n6\n"})
+	base := r.head()
+	r.publish(base, "operation:a", 10, map[string]string{"f.txt": "1\nA\n3\n4\n5\n6\n"}, nil)
+	deferred := r.publish(r.head(), "operation:b", 20, map[string]string{"f.txt": "1\nA\n3\nB\n5\n6\n"}, nil, Meta{DeferAudit: true})
+	if got, want := ownersAt(t, r, "f.txt"), "operation:setup operation:a operation:setup operation:b operation:setup operation:setup"; got != want {
+		t.Errorf("blame before the audit:\n got %s\nwant %s", got, want)
+	}
+	r.publish(r.head(), "operation:c", 30, map[string]string{"f.txt": "C\nA\n3\nB\n5\n6\n"}, nil)
+	r.publish(base, "operation:d", 40, map[string]string{"f.txt": "1\n2\n3\n4\n5\nD\n"}, nil) // merged
+	if deferred.FinishAudit(); deferred.AuditErr != nil {
+		t.Fatal(deferred.AuditErr)
+	}
+	if got, want := ownersAt(t, r, "f.txt"), "operation:c operation:a operation:setup operation:b operation:setup operation:d"; got != want {
+		t.Errorf("blame of commits on top of one whose audit was deferred:\n got %s\nwant %s", got, want)
+	}
+}
+
 func ownersAt(t *testing.T, r *repo, p string) string {
 	t.Helper()
 	c, _ := r.s.Commit(r.head())
-	b, err := Blame(r.s, c.Tree, p)
+	b, err := Blame(r.s, c.Tree, r.head(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
