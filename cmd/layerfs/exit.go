@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/layerfs/layerfs"
 	"github.com/layerfs/layerfs/api"
@@ -72,7 +73,23 @@ func exitCode(err error) int {
 			return e.code
 		}
 	}
+	if sqliteCorrupt(err) {
+		return exitCorrupt
+	}
 	return exitError
+}
+
+// sqliteCorrupt reports whether err is SQLite finding the Store's file
+// damaged (SQLITE_CORRUPT, any extended code): "database disk image is
+// malformed". Its text is matched too, for errors that carry it only as
+// text.
+func sqliteCorrupt(err error) bool {
+	const sqliteCorrupt = 11
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) && coded.Code()&0xff == sqliteCorrupt {
+		return true
+	}
+	return strings.Contains(err.Error(), "database disk image is malformed")
 }
 
 // apiExitCodes maps the daemon's error codes to exit codes.

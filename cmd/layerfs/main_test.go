@@ -134,3 +134,40 @@ func TestCLIHelp(t *testing.T) {
 		t.Errorf("--help: %q", out)
 	}
 }
+
+// TestCLIMalformedStoreIsCorrupt: when SQLite itself finds the Store's
+// file damaged ("database disk image is malformed"), the exit code says
+// the Store is damaged (5), as --help promises, not a generic failure. It
+// garbles one page of a copy at a time and looks at every fsck that says
+// so.
+func TestCLIMalformedStoreIsCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "s.layerfs")
+	mustRun(t, "init", "--store", store, testTree(t))
+	data, err := os.ReadFile(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const page = 4096
+	malformed := 0
+	for off := page; off+page <= len(data); off += page {
+		bad := append([]byte(nil), data...)
+		copy(bad[off:], "\x0d\xff\xff\xff\xff\xff\xff\xff") // a leaf page header with nonsense counts
+		path := filepath.Join(dir, "bad.layerfs")
+		os.Remove(path + "-wal")
+		os.Remove(path + "-shm")
+		if err := os.WriteFile(path, bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := runCLI(t, "fsck", "--store", path)
+		if strings.Contains(stderr, "malformed") {
+			malformed++
+			if code != exitCorrupt {
+				t.Errorf("page at %d: exit %d for %q, want %d", off, code, stderr, exitCorrupt)
+			}
+		}
+	}
+	if malformed == 0 {
+		t.Fatal("no garbled page made SQLite say the file is malformed; the test checks nothing")
+	}
+}
