@@ -76,6 +76,11 @@ func TestDaemonKill9(t *testing.T) {
 
 	p2 := startDaemonProc(t, storePath, stateDir)
 	checkMountsOnce(t, stateDir)
+	// Else it would go on writing into the Workspace it was in, now
+	// mounted again, beside the new daemon's commands.
+	if cgroupsHere(t) && !goneSoon(sleeper) {
+		t.Errorf("the crashed daemon's command %d still runs after the restart", sleeper)
+	}
 	list, err := p2.client.List(ctx)
 	if err != nil {
 		t.Fatal(err)

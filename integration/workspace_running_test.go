@@ -1,9 +1,11 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -130,4 +132,77 @@ func TestExecTimeoutAndCancel(t *testing.T) {
 	if err != nil || res.Stdout != "in\n" {
 		t.Errorf("cat with stdin: %+v, %v", res, err)
 	}
+}
+
+// TestCommandsThatLeaveTheNamespaceAreFound: a command that moves to a
+// mount namespace of its own (unshare -m) is still the Workspace's: a
+// commit sees it running, and end kills it. The daemon had looked for
+// processes by mount namespace, and such a one outlived its Workspace,
+// holding its overlay.
+func TestCommandsThatLeaveTheNamespaceAreFound(t *testing.T) {
+	if !cgroupsHere(t) {
+		t.Skip("no writable cgroup2 hierarchy: processes are found by mount namespace")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("no unshare: ", err)
+	}
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
+	w := d.create(t, "main")
+	res, err := d.Exec(context.Background(), w.ID, api.ExecRequest{Argv: []string{"sh", "-c",
+		"echo x > a.txt; setsid unshare -m --propagation private sleep 300 </dev/null >/dev/null 2>&1 & echo $!"}}, nil)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec: %+v %v", res, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(res.Stdout))
+	if err != nil {
+		t.Fatalf("pid %q", res.Stdout)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	// unshare execs sleep once its namespace is made: wait for that.
+	for i := 0; i < 200; i++ {
+		if comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); strings.TrimSpace(string(comm)) == "sleep" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := d.Commit(w.ID, api.CommitRequest{}); !errors.Is(err, sessions.ErrRunning) {
+		t.Errorf("commit with a command running in a namespace of its own: %v, want commands_running", err)
+	}
+	if err := d.End(w.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if !goneSoon(pid) {
+		t.Errorf("process %d, in a namespace of its own, outlived its Workspace", pid)
+	}
+}
+
+// cgroupsHere reports whether this machine has a writable cgroup2
+// hierarchy for the daemon to run commands in; with LAYERFS_REQUIRE_ROOT=1
+// it must.
+func cgroupsHere(t *testing.T) bool {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err == nil && strings.Contains(string(data), " - cgroup2 ") {
+		return true
+	}
+	if os.Getenv("LAYERFS_REQUIRE_ROOT") == "1" {
+		t.Fatal("LAYERFS_REQUIRE_ROOT=1 but no cgroup2 filesystem is mounted")
+	}
+	return false
+}
+
+// goneSoon reports whether process pid has exited (or is a zombie) within
+// about five seconds.
+func goneSoon(pid int) bool {
+	for i := 0; i < 500; i++ {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return true
+		}
+		if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 0 && f[0] == "Z" {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
 }

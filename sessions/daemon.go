@@ -137,7 +137,14 @@ func (d *Daemon) dir(parts ...string) string {
 
 // setup cleans what a crashed daemon left and mounts the Store.
 func (d *Daemon) setup() error {
-	// First: a crashed daemon's FUSE mount answers ENOTCONN, so that
+	// Commands a crashed daemon left running would go on writing into
+	// the Workspaces it is about to bring back: killed first.
+	if cg, err := openCgroups(d.cfg.StateDir); err != nil {
+		d.log.Printf("no cgroups for commands (%v): the processes they leave are found by mount namespace", err)
+	} else {
+		d.reaper.cg = cg
+	}
+	// Then: a crashed daemon's FUSE mount answers ENOTCONN, so that
 	// even making sure its mount point exists fails while it is there.
 	if err := d.cleanStaleMounts(); err != nil {
 		return err

@@ -171,7 +171,7 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 		stdout.w.Close()
 		return nil, nil, err
 	}
-	w.d.reaper.track(w.holder.ns)
+	cgroup := w.d.reaper.track(w.holder.ns)
 	var cmd *exec.Cmd
 	err = w.holder.inNamespace(req.IsolateNetwork, func() error {
 		// Else the start fails naming the program, not the directory.
@@ -183,19 +183,37 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 			return errCwdLeaves
 		}
 		// Look the program up here, so a path inside the Workspace works.
-		cmd = exec.Command(req.Argv[0], req.Argv[1:]...)
-		cmd.Dir = dir
-		cmd.Env = req.Env
-		if stdin != nil { // else /dev/null
-			cmd.Stdin = bytes.NewReader(stdin)
+		newCmd := func(cgroup int) *exec.Cmd {
+			cmd := exec.Command(req.Argv[0], req.Argv[1:]...)
+			cmd.Dir = dir
+			cmd.Env = req.Env
+			if stdin != nil { // else /dev/null
+				cmd.Stdin = bytes.NewReader(stdin)
+			}
+			cmd.Stdout, cmd.Stderr = stdout.w, stderr.w
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if cgroup >= 0 {
+				cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, cgroup
+			}
+			// Only stdin goes through a goroutine of exec's: once the
+			// command exits, a background process holding stdin unread
+			// must not keep Wait from returning.
+			cmd.WaitDelay = outputGrace
+			return cmd
 		}
-		cmd.Stdout, cmd.Stderr = stdout.w, stderr.w
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		// Only stdin goes through a goroutine of exec's: once the command
-		// exits, a background process holding stdin unread must not keep
-		// Wait from returning.
-		cmd.WaitDelay = outputGrace
-		return cmd.Start()
+		cmd = newCmd(cgroup)
+		err := cmd.Start()
+		var errno syscall.Errno
+		if err != nil && cgroup >= 0 && errors.As(err, &errno) && errno != syscall.ENOENT && errno != syscall.EACCES && errno != syscall.ENOEXEC {
+			// The kernel would not start it in the cgroup (a cgroup
+			// with controllers and processes of its own, say): start
+			// it, and the next ones, as without cgroups.
+			w.d.log.Printf("commands start outside cgroups from now on: %v", err)
+			w.d.reaper.noCgroups()
+			cmd = newCmd(-1)
+			err = cmd.Start()
+		}
+		return err
 	})
 	stdout.w.Close() // the command's copies are its own now
 	stderr.w.Close()

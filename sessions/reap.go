@@ -21,16 +21,53 @@ type reaper struct {
 	mu sync.Mutex
 	ns map[uint64]bool // mount namespaces (nsfs inodes) commands ran in
 	wg sync.WaitGroup
+	// cg, if not nil, holds a cgroup per namespace commands ran in
+	// (cgroup.go), and fds the open ones; cgOff stops new commands from
+	// starting in them.
+	cg    *cgroups
+	fds   map[uint64]int
+	cgOff bool
 }
 
-// track records that a command runs in mount namespace ns.
-func (r *reaper) track(ns uint64) {
+// track records that a command runs in mount namespace ns, and returns
+// the cgroup to start it in: an fd for SysProcAttr.CgroupFD, or -1.
+func (r *reaper) track(ns uint64) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ns == nil {
 		r.ns = map[uint64]bool{}
 	}
 	r.ns[ns] = true
+	if r.cg == nil || r.cgOff {
+		return -1
+	}
+	if fd, ok := r.fds[ns]; ok {
+		return fd
+	}
+	fd, err := r.cg.open(ns)
+	if err != nil {
+		return -1 // this namespace goes by /proc alone
+	}
+	if r.fds == nil {
+		r.fds = map[uint64]int{}
+	}
+	r.fds[ns] = fd
+	return fd
+}
+
+// noCgroups stops starting commands in cgroups: the kernel refused one.
+func (r *reaper) noCgroups() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cgOff = true
+}
+
+// forget closes ns's cgroup fd; the caller has the lock.
+func (r *reaper) forget(ns uint64) {
+	if fd, ok := r.fds[ns]; ok {
+		unix.Close(fd)
+		delete(r.fds, ns)
+	}
 }
 
 // release kills, in the background, what still runs in ns: its Workspace
@@ -42,10 +79,16 @@ func (r *reaper) release(ns uint64) {
 	if !tracked {
 		return
 	}
+	r.mu.Lock()
+	cg := r.cg
+	_, inCgroup := r.fds[ns]
+	r.forget(ns)
+	r.mu.Unlock()
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		if killUntilGone(map[uint64]bool{ns: true}, 50) {
+		gone := !inCgroup || cg.release(ns, 50)
+		if killUntilGone(map[uint64]bool{ns: true}, 50) && gone {
 			r.mu.Lock()
 			delete(r.ns, ns)
 			r.mu.Unlock()
@@ -61,9 +104,21 @@ func (r *reaper) close() {
 	r.mu.Lock()
 	ns := r.ns
 	r.ns = nil
+	cg := r.cg
+	for n := range r.fds {
+		r.forget(n)
+	}
 	r.mu.Unlock()
+	if cg != nil {
+		for n := range ns {
+			cg.release(n, 500)
+		}
+	}
 	if len(ns) > 0 {
 		killUntilGone(ns, 500)
+	}
+	if cg != nil {
+		cg.close()
 	}
 }
 
@@ -174,14 +229,20 @@ func nsInode(link []byte) (uint64, bool) {
 func (r *reaper) running(ns uint64) int {
 	r.mu.Lock()
 	tracked := r.ns[ns]
+	_, inCgroup := r.fds[ns]
+	cg := r.cg
 	r.mu.Unlock()
 	if !tracked {
 		return 0
 	}
-	in := map[uint64]bool{ns: true}
-	n := len(processesIn(in))
-	if n == 0 {
-		n = len(processesIn(in))
+	var n int
+	if inCgroup && cg != nil {
+		n = cg.count(ns) // every process the commands started, at once
+	} else {
+		in := map[uint64]bool{ns: true}
+		if n = len(processesIn(in)); n == 0 {
+			n = len(processesIn(in))
+		}
 	}
 	if n == 0 {
 		r.mu.Lock()
