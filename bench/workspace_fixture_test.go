@@ -413,7 +413,7 @@ func (e *wsEnv) sh(b *testing.B, id, script string) string {
 	if res.ExitCode != 0 {
 		b.Fatalf("sh -c %q: exit %d\n%s%s", script, res.ExitCode, res.Stdout, res.Stderr)
 	}
-	return res.Stdout
+	return string(res.StdoutBytes())
 }
 
 func (e *wsEnv) commit(b *testing.B, id string) api.CommitResult {

@@ -60,7 +60,7 @@ func (d *testDaemon) sh(t *testing.T, id, script string) string {
 	if res.ExitCode != 0 {
 		t.Fatalf("sh -c %q: exit %d\n%s%s", script, res.ExitCode, res.Stdout, res.Stderr)
 	}
-	return res.Stdout
+	return string(res.StdoutBytes())
 }
 
 func (d *testDaemon) commit(t *testing.T, id string, want string) api.CommitResult {

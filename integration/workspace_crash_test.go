@@ -146,7 +146,7 @@ func execOK(t *testing.T, c *layerfs.Client, id, script string) string {
 	if res.ExitCode != 0 {
 		t.Fatalf("sh -c %q in %s: exit %d\n%s%s", script, id, res.ExitCode, res.Stdout, res.Stderr)
 	}
-	return res.Stdout
+	return string(res.StdoutBytes())
 }
 
 // checkMountsOnce fails if a mount point below dir is mounted more than

@@ -206,3 +206,43 @@ func goneSoon(pid int) bool {
 	}
 	return false
 }
+
+// TestConflictWithCommandsRunning: a commit with allow_running that
+// conflicts rebases the Workspace, rewriting its upperdir: the commands
+// still running there are ended first (as a landed commit's switch ends
+// them), not left writing into an upperdir under two overlays.
+func TestConflictWithCommandsRunning(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
+	a, b := d.create(t, "main"), d.create(t, "main")
+	ctx := context.Background()
+	if res, err := d.Exec(ctx, a.ID, api.ExecRequest{Argv: []string{"sh", "-c", "echo A > a.txt"}}, nil); err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec in a: %+v %v", res, err)
+	}
+	if res, err := d.Commit(a.ID, api.CommitRequest{}); err != nil || res.Status != api.StatusCommitted {
+		t.Fatalf("commit a: %+v %v", res, err)
+	}
+	res, err := d.Exec(ctx, b.ID, api.ExecRequest{Argv: []string{"sh", "-c",
+		"echo B > a.txt; (while :; do date >> live.txt; sleep 0.05; done) </dev/null >/dev/null 2>&1 & echo $!"}}, nil)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec in b: %+v %v", res, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(res.Stdout))
+	if err != nil {
+		t.Fatalf("pid %q", res.Stdout)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	cr, err := d.Commit(b.ID, api.CommitRequest{AllowRunning: true})
+	if err != nil || cr.Status != api.StatusConflict {
+		t.Fatalf("commit b: %+v %v", cr, err)
+	}
+	if !goneSoon(pid) {
+		t.Errorf("the loop %d still runs after the rebase rewrote its Workspace", pid)
+	}
+	out, err := d.Exec(ctx, b.ID, api.ExecRequest{Argv: []string{"cat", "a.txt"}}, nil)
+	if err != nil || !strings.Contains(out.Stdout, "<<<<<<< ours") {
+		t.Errorf("a.txt after the conflict: %+v %v", out, err)
+	}
+	if err := d.End(b.ID, true); err != nil {
+		t.Fatal(err)
+	}
+}

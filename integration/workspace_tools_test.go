@@ -76,7 +76,7 @@ func TestWorkspaceTools(t *testing.T) {
 		if res.ExitCode != 0 {
 			t.Fatalf("%s: exit %d\n%s%s", script, res.ExitCode, res.Stdout, res.Stderr)
 		}
-		return res.Stdout
+		return string(res.StdoutBytes())
 	}
 
 	if out := sh("git status --porcelain"); out != "" {

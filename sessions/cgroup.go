@@ -133,24 +133,30 @@ func (c *cgroups) release(ns uint64, rounds int) bool {
 	return c.kill(c.path(ns), rounds)
 }
 
-// kill empties cgroup p — cgroup.kill (Linux 5.14), or SIGKILL to each
-// process it lists — and removes it.
+// kill empties cgroup p and removes it.
 func (c *cgroups) kill(p string, rounds int) bool {
 	for range rounds {
 		if err := unix.Rmdir(p); err == nil || errors.Is(err, unix.ENOENT) {
 			return true
 		}
-		if err := os.WriteFile(filepath.Join(p, "cgroup.kill"), []byte("1"), 0); err != nil {
-			procs, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
-			for _, f := range bytes.Fields(procs) {
-				if pid, err := strconv.Atoi(string(f)); err == nil {
-					unix.Kill(pid, unix.SIGKILL)
-				}
-			}
-		}
+		signal(p)
 		time.Sleep(10 * time.Millisecond)
 	}
 	return false
+}
+
+// signal kills what cgroup p holds: cgroup.kill (Linux 5.14), or SIGKILL
+// to each process it lists.
+func signal(p string) {
+	if err := os.WriteFile(filepath.Join(p, "cgroup.kill"), []byte("1"), 0); err == nil {
+		return
+	}
+	procs, _ := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+	for _, f := range bytes.Fields(procs) {
+		if pid, err := strconv.Atoi(string(f)); err == nil {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+	}
 }
 
 // close removes the daemon's directory, once its cgroups are gone.

@@ -96,6 +96,26 @@ func (r *reaper) release(ns uint64) {
 	}()
 }
 
+// killNow kills what runs in ns and returns once it is gone (or after
+// about five seconds). Unlike release, ns stays tracked, for the commands
+// to come; they start in a fresh cgroup (one that was killed kills what
+// starts in it after).
+func (r *reaper) killNow(ns uint64) {
+	r.mu.Lock()
+	tracked := r.ns[ns]
+	_, inCgroup := r.fds[ns]
+	r.forget(ns)
+	cg := r.cg
+	r.mu.Unlock()
+	if !tracked {
+		return
+	}
+	if inCgroup && cg != nil {
+		cg.release(ns, 500)
+	}
+	killUntilGone(map[uint64]bool{ns: true}, 500)
+}
+
 // close waits for the releases under way and then kills what still runs
 // in any namespace a command ran in, until nothing does (up to about five
 // seconds).

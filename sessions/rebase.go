@@ -22,6 +22,13 @@ import (
 // copied up without a change dropped, so head's newer versions show
 // through. It returns the files that now hold markers. Callers hold w.mu.
 func (w *workspace) rebase(res *publish.Result, c *publish.Capture) (markers []string, dropped []api.UncommittedPath, err error) {
+	// Commands a commit with allow_running left running would write into
+	// the upperdir while it is rewritten, and keep the old overlay on it
+	// while a new one is mounted there: they go first, as a landed
+	// commit's switch ends them.
+	if w.holder != nil {
+		w.d.reaper.killNow(w.holder.ns)
+	}
 	// A file copied up metadata only (a chmod, a rename) takes its data
 	// from the lower layer, which the rebase replaces: copy its data up
 	// now, through the view that still shows the old one (copyUpFile). So

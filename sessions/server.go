@@ -21,11 +21,24 @@ import (
 )
 
 // Listen opens the daemon's unix socket at path, mode 0600. A stale
-// socket (nobody answers) is removed; a live one is an error.
+// socket (nobody answers) is removed; a live one is an error. One that
+// takes connections but does not answer them belongs to a daemon still
+// dying (killed a moment ago, its process not yet gone): Listen waits up
+// to five seconds for it to go.
 func Listen(path string) (net.Listener, error) {
-	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		c, err := net.DialTimeout("unix", path, 200*time.Millisecond)
+		if err != nil {
+			break // stale, or gone
+		}
+		live := answers(c)
 		c.Close()
-		return nil, fmt.Errorf("listen on %s: another daemon is serving it", path)
+		if live {
+			return nil, fmt.Errorf("listen on %s: another daemon is serving it", path)
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("listen on %s: a process takes connections there but does not answer them", path)
+		}
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
@@ -42,6 +55,18 @@ func Listen(path string) (net.Listener, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// answers reports whether what took connection c answers a request for
+// GET /health within a second, as a daemon does.
+func answers(c net.Conn) bool {
+	c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := io.WriteString(c, "GET /health HTTP/1.0\r\nHost: layerfs\r\n\r\n"); err != nil {
+		return false
+	}
+	var buf [5]byte
+	n, _ := io.ReadFull(c, buf[:])
+	return n == len(buf) && string(buf[:]) == "HTTP/"
 }
 
 // Handler serves the socket API (see package api for the routes).
