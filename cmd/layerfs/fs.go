@@ -10,6 +10,7 @@ import (
 
 	"github.com/layerfs/layerfs"
 	"github.com/layerfs/layerfs/publish"
+	"github.com/layerfs/layerfs/store"
 )
 
 // fsVerbs are the file calls: layerfs fs VERB. Each lives in its own file
@@ -152,24 +153,31 @@ func mutate(c *cli, ref string, fn func(f *layerfs.FS, cl layerfs.Call) (*layerf
 }
 
 type resultJSON struct {
-	Status     string   `json:"status"`
-	Branch     string   `json:"branch"`
-	Commit     string   `json:"commit,omitempty"`
-	Head       string   `json:"head"`
-	Paths      []string `json:"paths,omitempty"`
-	AuditError string   `json:"audit_error,omitempty"`
+	Status string   `json:"status"`
+	Branch string   `json:"branch"`
+	Commit string   `json:"commit,omitempty"`
+	Head   string   `json:"head"`
+	Paths  []string `json:"paths,omitempty"`
+	// Merged lists the paths both sides changed whose edits merged line
+	// by line; LWW how /.lww settled paths both sides changed.
+	Merged     []string            `json:"merged,omitempty"`
+	LWW        []store.LWWDecision `json:"lww,omitempty"`
+	AuditError string              `json:"audit_error,omitempty"`
 }
 
 // report prints a call's result; a Conflict is also an error (exit 4) that
 // names the paths and the head.
 func report(c *cli, branch string, res *layerfs.Result) error {
-	j := resultJSON{Status: res.Status.String(), Branch: branch, Head: res.Head.String(), Paths: res.Paths}
+	j := resultJSON{Status: res.Status.String(), Branch: branch, Head: res.Head.String(), Paths: res.Paths, LWW: res.LWW}
 	if res.Status == publish.Committed {
 		j.Commit = res.Commit.String()
 	}
+	for _, m := range res.Merged {
+		j.Merged = append(j.Merged, m.Path)
+	}
 	if res.AuditErr != nil {
 		j.AuditError = res.AuditErr.Error()
-		fmt.Fprintf(c.errOut, "layerfs %s: warning: the commit stands, but its line owners were not recorded (blame reads unknown): %v\n", c.cmd.name, res.AuditErr)
+		fmt.Fprintf(c.errOut, "layerfs %s: warning: the commit stands, but its line owners were not recorded (blame works them out from history): %v\n", c.cmd.name, res.AuditErr)
 	}
 	if c.json {
 		if err := c.printJSON(j); err != nil {
@@ -180,6 +188,12 @@ func report(c *cli, branch string, res *layerfs.Result) error {
 	case publish.Committed:
 		if !c.json {
 			fmt.Fprintf(c.out, "committed %s on %s\n", res.Commit.Short(), branch)
+			if len(j.Merged) > 0 {
+				fmt.Fprintf(c.out, "merged line by line with changes on %s: %s\n", branch, strings.Join(j.Merged, ", "))
+			}
+			for _, d := range res.LWW {
+				fmt.Fprintf(c.out, "%s: the newer side won (%s, /.lww)\n", d.Path, d.Winner)
+			}
 		}
 	case publish.UpToDate:
 		if !c.json {

@@ -155,6 +155,31 @@ func TestFSConflict(t *testing.T) {
 	}
 }
 
+// TestFSMergedIsListed: a write whose edits merged with the branch's says
+// so, in --json (merged) and in words.
+func TestFSMergedIsListed(t *testing.T) {
+	newCLIStore(t)
+	var first resultJSON
+	_, out, _ := runWithStdin(t, "1\n2\n3\n4\n5\n", "fs", "write", "--json", "f.txt")
+	mustJSON(t, out, &first)
+	base := first.Commit
+	runWithStdin(t, "ONE\n2\n3\n4\n5\n", "fs", "write", "f.txt")
+	code, out, _ := runWithStdin(t, "1\n2\n3\n4\nFIVE\n", "fs", "write", "--json", "--base", base, "f.txt")
+	var res resultJSON
+	mustJSON(t, out, &res)
+	if code != exitOK || res.Status != "committed" || len(res.Merged) != 1 || res.Merged[0] != "f.txt" {
+		t.Fatalf("merged write: exit %d %+v", code, res)
+	}
+	if got := mustRun(t, "fs", "read", "f.txt"); got != "ONE\n2\n3\n4\nFIVE\n" {
+		t.Errorf("merged content %q", got)
+	}
+	runWithStdin(t, "1\n2\nthree\n4\nFIVE\n", "fs", "write", "f.txt")
+	_, out, _ = runWithStdin(t, "ONE\n2\n3\nfour\nFIVE\n", "fs", "write", "--base", res.Commit, "f.txt")
+	if !strings.Contains(out, "merged line by line with changes on main: f.txt") {
+		t.Errorf("merged write, in words: %q", out)
+	}
+}
+
 func TestFSErrors(t *testing.T) {
 	newCLIStore(t)
 	runWithStdin(t, "x x\n", "fs", "write", "twice.txt")
