@@ -37,6 +37,7 @@ var (
 	ErrNoMatch    = errors.New("text not found")
 	ErrManyMatch  = errors.New("text occurs more than once")
 	ErrReadOnlyFS = errors.New("read-only: not a branch")
+	ErrBadOffset  = errors.New("bad offset")
 )
 
 // FS opens file calls on ref: a branch (read-write), or a commit or layer

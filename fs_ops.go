@@ -67,7 +67,7 @@ func entryIf(e store.Entry, ok bool) *store.Entry {
 func (b *Batch) WriteAt(p string, off int64, data []byte) error {
 	return b.edit(p, fmt.Sprintf("write %d bytes at %d of %s", len(data), off, p), func(f extents.File) (extents.File, error) {
 		if off < 0 {
-			return f, fmt.Errorf("write at negative offset %d: %w", off, store.ErrBadPath)
+			return f, fmt.Errorf("write at negative offset %d: %w", off, ErrBadOffset)
 		}
 		return extents.Overwrite(b.stage, f, off, data)
 	})

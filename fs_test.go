@@ -135,6 +135,13 @@ func TestNoFinalNewlineAgainstAppend(t *testing.T) {
 	}
 }
 
+func TestWriteAtNegativeOffset(t *testing.T) {
+	_, f := newProject(t)
+	if _, err := f.WriteAt("README.md", -1, []byte("x")); !errors.Is(err, ErrBadOffset) || strings.Contains(err.Error(), "path") {
+		t.Errorf("WriteAt at -1: %v", err)
+	}
+}
+
 func TestEditRules(t *testing.T) {
 	_, f := newProject(t)
 	expect(t, publish.Committed)(f.Write("t.txt", []byte("x y x\n")))

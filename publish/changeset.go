@@ -55,6 +55,9 @@ func (cs *Changeset) Check() error {
 		if _, err := store.SplitPath(c.Path); err != nil {
 			return err
 		}
+		if len(c.Path) > store.MaxPath {
+			return fmt.Errorf("path %.60q... is %d bytes, more than %d (Linux's PATH_MAX): %w", c.Path, len(c.Path), store.MaxPath, store.ErrBadPath)
+		}
 		if seen[c.Path] {
 			return fmt.Errorf("path %q changed twice in one changeset: %w", c.Path, store.ErrBadPath)
 		}

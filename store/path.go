@@ -1,14 +1,22 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/layerfs/layerfs/object"
 )
 
-// ErrBadPath: a path is not relative, slash-separated and clean.
-var ErrBadPath = fmt.Errorf("bad path: want a relative, clean, slash-separated path")
+// ErrBadPath: a path is not relative, slash-separated and clean, or too
+// long, or not what the call needs (a file, say); the error's text says
+// which.
+var ErrBadPath = errors.New("bad path")
+
+// MaxPath is the longest path a change may have: Linux's PATH_MAX less its
+// NUL, past which a path cannot be opened whole (an export would fail
+// there).
+const MaxPath = 4095
 
 // SplitPath checks a path inside a tree and returns its components. "" and
 // "." name the root and give no components.

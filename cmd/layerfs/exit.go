@@ -33,6 +33,7 @@ var exitCodes = []struct {
 	{layerfs.ErrNotDir, exitUsage},
 	{layerfs.ErrBinary, exitUsage},
 	{layerfs.ErrReadOnlyFS, exitUsage},
+	{layerfs.ErrBadOffset, exitUsage},
 	{store.ErrNotFound, exitNotFound},
 	{layerfs.ErrNoMatch, exitNotFound},
 	{errConflict, exitConflict},
