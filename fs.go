@@ -38,6 +38,7 @@ var (
 	ErrManyMatch  = errors.New("text occurs more than once")
 	ErrReadOnlyFS = errors.New("read-only: not a branch")
 	ErrBadOffset  = errors.New("bad offset")
+	ErrEmptyEdit  = errors.New("the text to replace is empty")
 )
 
 // FS opens file calls on ref: a branch (read-write), or a commit or layer

@@ -114,7 +114,7 @@ func (b *Batch) edit(p, what string, fn func(extents.File) (extents.File, error)
 // must occur exactly once, or at least once when all is set.
 func (b *Batch) Edit(p, old, new string, all bool) error {
 	if old == "" {
-		return fmt.Errorf("edit %s: the text to replace is empty: %w", p, ErrNoMatch)
+		return fmt.Errorf("edit %s: %w", p, ErrEmptyEdit)
 	}
 	e, err := b.file(p)
 	if err != nil {

@@ -34,6 +34,7 @@ var exitCodes = []struct {
 	{layerfs.ErrBinary, exitUsage},
 	{layerfs.ErrReadOnlyFS, exitUsage},
 	{layerfs.ErrBadOffset, exitUsage},
+	{layerfs.ErrEmptyEdit, exitUsage},
 	{store.ErrNotFound, exitNotFound},
 	{layerfs.ErrNoMatch, exitNotFound},
 	{errConflict, exitConflict},

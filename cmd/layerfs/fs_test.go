@@ -192,6 +192,7 @@ func TestFSErrors(t *testing.T) {
 		{[]string{"fs", "write", "main:../x"}, exitUsage, "'..'"},
 		{[]string{"fs", "write", "/etc/x"}, exitUsage, "absolute"},
 		{[]string{"fs", "write", "a//b"}, exitUsage, "empty"},
+		{[]string{"fs", "edit", "twice.txt", "--old", "", "--new", "y"}, exitUsage, "the text to replace is empty"},
 		{[]string{"fs", "write", strings.Repeat(strings.Repeat("d", 200)+"/", 21) + "f"}, exitUsage, "PATH_MAX"}, // 4222 bytes
 		{[]string{"fs", "write", "nope:x"}, exitNotFound, `unknown ref "nope"`},
 		{[]string{"fs", "read", "nope:README"}, exitNotFound, `unknown ref "nope"`},
