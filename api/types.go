@@ -157,9 +157,13 @@ type CommitResult struct {
 // keep: their directory was itself a discarded change, or moving them
 // failed (the daemon's log says why).
 type DiscardResult struct {
-	Kept      []UncommittedPath `json:"kept"`    // [] when none
-	Dropped   []UncommittedPath `json:"dropped"` // [] when none
-	Workspace Workspace         `json:"workspace"`
+	Kept    []UncommittedPath `json:"kept"`    // [] when none
+	Dropped []UncommittedPath `json:"dropped"` // [] when none
+	// EndedCommands counts the processes still running in the Workspace
+	// that the discard ended: they would have gone on in the view it
+	// drops, writing nowhere.
+	EndedCommands int       `json:"ended_commands"`
+	Workspace     Workspace `json:"workspace"`
 }
 
 // UncommittedPath is a path a commit left out of the Store, and why.

@@ -130,6 +130,12 @@ func TestSocketAPIWithCurl(t *testing.T) {
 		t.Errorf("unknown id: %+v", e)
 	}
 	decodeJSON(t, call("POST", "/workspaces", `{"path":"relative"}`, 400), &e)
+	for _, sys := range []string{"/usr", "/proc/x", "/etc"} {
+		decodeJSON(t, call("POST", "/workspaces", `{"path":"`+sys+`"}`, 400), &e)
+		if !strings.Contains(e.Error, "would hide") {
+			t.Errorf("a Workspace at %s: %+v", sys, e)
+		}
+	}
 	decodeJSON(t, call("POST", "/workspaces/"+a.ID+"/exec", `{"argv":`, 400), &e)
 	decodeJSON(t, call("POST", "/workspaces", `{"branhc":"main"}`, 400), &e) // misspelt: not main by default
 	if e.Code != api.CodeBadRequest || !strings.Contains(e.Error, "branhc") {

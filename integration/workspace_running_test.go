@@ -246,3 +246,35 @@ func TestConflictWithCommandsRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDiscardEndsWhatRuns: a discard ends the processes still running in
+// the Workspace, which would go on in the view it drops, and says how
+// many; the Workspace then runs commands as before.
+func TestDiscardEndsWhatRuns(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
+	w := d.create(t, "main")
+	ctx := context.Background()
+	res, err := d.Exec(ctx, w.ID, api.ExecRequest{Argv: []string{"sh", "-c", "echo x > a.txt; sleep 300 </dev/null >/dev/null 2>&1 & echo $!"}}, nil)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec: %+v %v", res, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(res.Stdout))
+	if err != nil {
+		t.Fatalf("pid %q", res.Stdout)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	dr, err := d.Discard(w.ID, false)
+	if err != nil || dr.EndedCommands != 1 {
+		t.Fatalf("discard: %+v %v, want 1 ended", dr, err)
+	}
+	if !goneSoon(pid) {
+		t.Errorf("process %d outlived the discard", pid)
+	}
+	out, err := d.Exec(ctx, w.ID, api.ExecRequest{Argv: []string{"cat", "a.txt"}}, nil)
+	if err != nil || out.ExitCode != 0 || out.Stdout != "a\n" {
+		t.Errorf("after the discard: %+v %v", out, err)
+	}
+	if dr, err := d.Discard(w.ID, false); err != nil || dr.EndedCommands != 0 {
+		t.Errorf("a discard with nothing running: %+v %v", dr, err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,6 +84,9 @@ func checkCreate(req *api.CreateRequest) error {
 	}
 	if !path.IsAbs(req.Path) || path.Clean(req.Path) != req.Path || req.Path == "/" {
 		return fmt.Errorf("%w: path %q: want a clean absolute path other than /", ErrBadRequest, req.Path)
+	}
+	if sys := systemPath(req.Path); sys != "" {
+		return fmt.Errorf("%w: path %q would hide %s from the Workspace's commands: choose another (default %s)", ErrBadRequest, req.Path, sys, api.DefaultPath)
 	}
 	return nil
 }
@@ -482,7 +486,13 @@ func (d *Daemon) Discard(id string, all bool) (api.DiscardResult, error) {
 	}
 	w.mu.Lock()
 	var cr *carry
-	if err = w.ended(); err == nil && !all {
+	ended := 0
+	if err = w.ended(); err == nil && w.holder != nil {
+		if ended = w.d.reaper.running(w.holder.ns); ended > 0 {
+			w.d.reaper.killNow(w.holder.ns)
+		}
+	}
+	if err == nil && !all {
 		cr, err = w.prepareDiscardCarry()
 	}
 	if err == nil {
@@ -493,7 +503,7 @@ func (d *Daemon) Discard(id string, all bool) (api.DiscardResult, error) {
 		return api.DiscardResult{}, fmt.Errorf("discard %s: %w", id, err)
 	}
 	d.metrics.discards.Add(1)
-	res := api.DiscardResult{Workspace: w.describe(), Kept: []api.UncommittedPath{}, Dropped: []api.UncommittedPath{}}
+	res := api.DiscardResult{Workspace: w.describe(), Kept: []api.UncommittedPath{}, Dropped: []api.UncommittedPath{}, EndedCommands: ended}
 	if cr != nil {
 		res.Kept = append(res.Kept, cr.kept...)
 		res.Dropped = append(res.Dropped, cr.dropped...)
@@ -575,4 +585,24 @@ func summarize(paths []string) string {
 		return fmt.Sprintf("%d changed: %v", len(paths), paths)
 	}
 	return fmt.Sprintf("%d changed: %v and %d more", len(paths), paths[:5], len(paths)-5)
+}
+
+// systemDirs are what commands need of the system: a Workspace may not be
+// mounted over one of them, nor anywhere inside the kernel's own.
+var systemDirs = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys", "/tmp", "/usr", "/var"}
+
+// systemPath returns the system directory a Workspace at p would hide, or
+// "" if none.
+func systemPath(p string) string {
+	for _, d := range systemDirs {
+		if p == d {
+			return d
+		}
+	}
+	for _, d := range []string{"/proc", "/sys", "/dev"} {
+		if strings.HasPrefix(p, d+"/") {
+			return d + " (below it)"
+		}
+	}
+	return ""
 }

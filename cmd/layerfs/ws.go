@@ -211,6 +211,9 @@ func wsExec(c *cli, cl *layerfs.Client, id string, argv []string) error {
 
 func printDiscard(c *cli, res api.DiscardResult) {
 	fmt.Fprintf(c.out, "%s: changes discarded\n", res.Workspace.ID)
+	if res.EndedCommands > 0 {
+		fmt.Fprintf(c.out, "ended %d process(es) still running there\n", res.EndedCommands)
+	}
 	var ignored int
 	for _, k := range res.Kept {
 		if k.Why == api.UncommittedIgnored {
