@@ -311,6 +311,8 @@ func respond(w http.ResponseWriter, v any, err error) {
 
 func errorStatus(err error) (int, string) {
 	switch {
+	case errors.Is(err, store.ErrMissingObject): // a damaged Store, not a missing name
+		return http.StatusInternalServerError, api.CodeInternal
 	case errors.Is(err, ErrNotFound), errors.Is(err, store.ErrNotFound):
 		return http.StatusNotFound, api.CodeNotFound
 	case errors.Is(err, ErrCap):

@@ -30,4 +30,13 @@ var (
 	ErrStale = errors.New("ref moved")
 	// ErrReadOnly: the Store was opened read-only.
 	ErrReadOnly = errors.New("store is read-only")
+	// ErrMissingObject: an object the Store names (a tree's entry, a
+	// commit's tree) is not in it: the Store is damaged. It is also
+	// ErrNotFound.
+	ErrMissingObject error = missingObject{}
 )
+
+type missingObject struct{}
+
+func (missingObject) Error() string { return "missing from the Store (damaged: run layerfs fsck)" }
+func (missingObject) Unwrap() error { return ErrNotFound }

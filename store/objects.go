@@ -92,7 +92,7 @@ func (s *Store) withRow(get *sql.Stmt, id object.ID, fn func(o *storedObject) er
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("read object %s: %w", id.Short(), err)
 		}
-		return fmt.Errorf("object %s: %w", id.Short(), ErrNotFound)
+		return fmt.Errorf("object %s: %w", id.Short(), ErrMissingObject)
 	}
 	var o storedObject
 	if err := rows.Scan(&o.kind, &o.size, &o.enc, &o.base, &o.data); err != nil {

@@ -97,7 +97,7 @@ func (s *Store) getMany(ids []object.ID, k object.Kind, fn func(id object.ID, da
 			return err
 		}
 		for _, id := range missing {
-			fn(id, nil, fmt.Errorf("object %s: %w", id.Short(), ErrNotFound))
+			fn(id, nil, fmt.Errorf("object %s: %w", id.Short(), ErrMissingObject))
 		}
 		rest = rest[n:]
 	}

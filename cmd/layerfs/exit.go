@@ -35,6 +35,7 @@ var exitCodes = []struct {
 	{layerfs.ErrReadOnlyFS, exitUsage},
 	{layerfs.ErrBadOffset, exitUsage},
 	{layerfs.ErrEmptyEdit, exitUsage},
+	{store.ErrMissingObject, exitCorrupt}, // before ErrNotFound, which it also is
 	{store.ErrNotFound, exitNotFound},
 	{layerfs.ErrNoMatch, exitNotFound},
 	{errConflict, exitConflict},

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -169,5 +171,46 @@ func TestCLIMalformedStoreIsCorrupt(t *testing.T) {
 	}
 	if malformed == 0 {
 		t.Fatal("no garbled page made SQLite say the file is malformed; the test checks nothing")
+	}
+}
+
+// TestCLIMissingObjectIsCorrupt: an object the Store names but no longer
+// holds (here a file's chunk, deleted behind the Store's back) makes
+// export fail with exit 5, the Store is damaged, not 3, not found.
+func TestCLIMissingObjectIsCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "s.layerfs")
+	mustRun(t, "init", "--store", store, testTree(t))
+	var entries []struct {
+		Name string `json:"name"`
+		ID   string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "ls", "--store", store, "--json", "main")), &entries); err != nil {
+		t.Fatal(err)
+	}
+	id := ""
+	for _, e := range entries {
+		if e.Name == "README" {
+			id = e.ID
+		}
+	}
+	raw, err := hex.DecodeString(id)
+	if err != nil || len(raw) != 32 {
+		t.Fatalf("README's id %q", id)
+	}
+	db, err := sql.Open("sqlite", store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("DROP TRIGGER objects_append_only_delete"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("DELETE FROM objects WHERE id = ?", raw); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	code, _, stderr := runCLI(t, "export", "--store", store, "main", filepath.Join(dir, "out"))
+	if code != exitCorrupt || !strings.Contains(stderr, "missing from the Store") {
+		t.Errorf("export with a chunk missing: exit %d %q, want %d", code, stderr, exitCorrupt)
 	}
 }
