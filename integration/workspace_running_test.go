@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -276,5 +277,42 @@ func TestDiscardEndsWhatRuns(t *testing.T) {
 	}
 	if dr, err := d.Discard(w.ID, false); err != nil || dr.EndedCommands != 0 {
 		t.Errorf("a discard with nothing running: %+v %v", dr, err)
+	}
+}
+
+// TestShutdownEndsRunningCommands: SIGTERM while a command runs ends it
+// at once; the daemon does not wait for it (it waited the whole grace
+// period of its HTTP server, 5 s, before).
+func TestShutdownEndsRunningCommands(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, map[string]string{"a.txt": "a\n"})
+	p := startDaemonProc(t, initStore(t, src), filepath.Join(t.TempDir(), "state"))
+	ctx := context.Background()
+	w, err := p.client.Create(ctx, api.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		res api.ExecResult
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		res, err := p.client.Exec(ctx, w.ID, api.ExecRequest{Argv: []string{"sleep", "60"}})
+		got <- result{res, err}
+	}()
+	time.Sleep(300 * time.Millisecond) // the command has started
+	start := time.Now()
+	p.stop(t)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("SIGTERM with a command running took %v", took)
+	}
+	select {
+	case r := <-got:
+		if r.err == nil && r.res.ExitCode != 128+int(syscall.SIGKILL) {
+			t.Errorf("the command's end: %+v", r.res)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the exec request did not end with the daemon")
 	}
 }

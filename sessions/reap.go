@@ -116,6 +116,19 @@ func (r *reaper) killNow(ns uint64) {
 	killUntilGone(map[uint64]bool{ns: true}, 500)
 }
 
+// killAll kills what runs in every namespace commands ran in, as killNow.
+func (r *reaper) killAll() {
+	r.mu.Lock()
+	ns := make([]uint64, 0, len(r.ns))
+	for n := range r.ns {
+		ns = append(ns, n)
+	}
+	r.mu.Unlock()
+	for _, n := range ns {
+		r.killNow(n)
+	}
+}
+
 // close waits for the releases under way and then kills what still runs
 // in any namespace a command ran in, until nothing does (up to about five
 // seconds).

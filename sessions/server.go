@@ -343,7 +343,12 @@ func (d *Daemon) Serve(ctx context.Context, l net.Listener) error {
 	case <-ctx.Done():
 		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		srv.Shutdown(shut)
+		done := make(chan struct{})
+		go func() { srv.Shutdown(shut); close(done) }()
+		// A command holds its request, and so the shutdown, for as long
+		// as it runs: the daemon is going, and its commands with it.
+		d.reaper.killAll()
+		<-done
 		return nil
 	}
 }
