@@ -73,10 +73,24 @@ func TestExecBytesExact(t *testing.T) {
 		}
 	}
 
-	// An output over the bound is cut, and says so.
+	// An output over the bound is cut, and says so; text cut there stays
+	// text (16 MiB is not a whole number of 3-byte characters).
 	res, err := d.Exec(ctx, w.ID, api.ExecRequest{Argv: []string{"head", "-c", "17000000", "/dev/zero"}}, nil)
 	if err != nil || len(res.StdoutBytes()) != api.MaxOutput || !res.Truncated {
 		t.Errorf("17 MB of output: kept %d bytes, truncated %v, %v; want %d, true", len(res.StdoutBytes()), res.Truncated, err, api.MaxOutput)
+	}
+	res, err = d.Exec(ctx, w.ID, api.ExecRequest{Argv: []string{"sh", "-c", `yes € | tr -d '\n' | head -c 18000000`}}, nil)
+	if want := api.MaxOutput / 3 * 3; err != nil || len(res.Stdout) != want || res.StdoutBase64 != "" || !res.Truncated {
+		b := res.StdoutBytes()
+		bad := 0
+		for bad < len(b) {
+			r, size := utf8.DecodeRune(b[bad:])
+			if r == utf8.RuneError && size <= 1 {
+				break
+			}
+			bad += size
+		}
+		t.Errorf("18 MB of text: %d bytes as text, %d as base64 (%d bytes; not UTF-8 at %d: % x), truncated %v, %v; want %d as text", len(res.Stdout), len(res.StdoutBase64), len(b), bad, b[max(bad-4, 0):min(bad+8, len(b))], res.Truncated, err, want)
 	}
 	_, err = d.Exec(ctx, w.ID, api.ExecRequest{Argv: []string{"cat"}, Stdin: "a", StdinBase64: "YQ=="}, nil)
 	if !errors.Is(err, sessions.ErrBadRequest) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,18 +179,34 @@ func TestCommandsThatLeaveTheNamespaceAreFound(t *testing.T) {
 }
 
 // cgroupsHere reports whether this machine has a writable cgroup2
-// hierarchy for the daemon to run commands in; with LAYERFS_REQUIRE_ROOT=1
-// it must.
+// hierarchy for the daemon to run commands in (it tries to make a cgroup
+// where the daemon would); with LAYERFS_REQUIRE_ROOT=1 it must.
 func cgroupsHere(t *testing.T) bool {
 	t.Helper()
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err == nil && strings.Contains(string(data), " - cgroup2 ") {
-		return true
+	mi, _ := os.ReadFile("/proc/self/mountinfo")
+	self, _ := os.ReadFile("/proc/self/cgroup")
+	ok := false
+	for _, line := range strings.Split(string(mi), "\n") {
+		pre, post, found := strings.Cut(line, " - ")
+		f := strings.Fields(pre)
+		if !found || len(f) < 5 || !strings.HasPrefix(post, "cgroup2 ") || f[3] != "/" {
+			continue
+		}
+		for _, c := range strings.Split(string(self), "\n") {
+			if rest, isV2 := strings.CutPrefix(c, "0::"); isV2 {
+				probe := filepath.Join(f[4], rest, fmt.Sprintf("layerfs-probe-%d", os.Getpid()))
+				if os.Mkdir(probe, 0o755) == nil {
+					os.Remove(probe)
+					ok = true
+				}
+			}
+		}
+		break
 	}
-	if os.Getenv("LAYERFS_REQUIRE_ROOT") == "1" {
-		t.Fatal("LAYERFS_REQUIRE_ROOT=1 but no cgroup2 filesystem is mounted")
+	if !ok && os.Getenv("LAYERFS_REQUIRE_ROOT") == "1" {
+		t.Fatal("LAYERFS_REQUIRE_ROOT=1 but there is no writable cgroup2 hierarchy for the daemon's commands")
 	}
-	return false
+	return ok
 }
 
 // goneSoon reports whether process pid has exited (or is a zombie) within

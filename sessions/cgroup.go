@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -28,9 +29,16 @@ import (
 // goes by mount namespace alone (reap.go).
 
 // cgroups is the daemon's directory of cgroups, one per mount namespace
-// commands ran in; nil where there is none.
+// commands ran in.
 type cgroups struct {
-	dir string
+	dir  string
+	next atomic.Int64 // names the next cgroup made
+}
+
+// A cgroup is one namespace's: commands start in it through fd.
+type cgroup struct {
+	path string
+	fd   int // O_PATH
 }
 
 // openCgroups makes (or finds, after a crash) the daemon's directory of
@@ -58,7 +66,7 @@ func openCgroups(stateDir string) (*cgroups, error) {
 	}
 	for _, e := range left {
 		if e.IsDir() {
-			cg.kill(filepath.Join(dir, e.Name()), 500)
+			cg.remove(filepath.Join(dir, e.Name()), 500)
 		}
 	}
 	return cg, nil
@@ -98,51 +106,69 @@ func cgroup2Root() (string, error) {
 	return "", errors.New("no cgroup v2 line in /proc/self/cgroup")
 }
 
-// path is the cgroup of mount namespace ns.
-func (c *cgroups) path(ns uint64) string {
-	return filepath.Join(c.dir, "ns-"+strconv.FormatUint(ns, 10))
+// make makes a new cgroup and opens it, for SysProcAttr.CgroupFD. Each
+// has a name of its own, never used again by this daemon: a cgroup that
+// was killed kills what starts in it after, and namespaces' inode
+// numbers come round again.
+func (c *cgroups) make() (*cgroup, error) {
+	for {
+		p := filepath.Join(c.dir, "c-"+strconv.FormatInt(c.next.Add(1), 10))
+		if err := os.Mkdir(p, 0o755); errors.Is(err, os.ErrExist) {
+			continue // one a crashed daemon left that would not go
+		} else if err != nil {
+			return nil, err
+		}
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			unix.Rmdir(p)
+			return nil, fmt.Errorf("open cgroup %s: %w", p, err)
+		}
+		return &cgroup{path: p, fd: fd}, nil
+	}
 }
 
-// open makes ns's cgroup if it is not there and opens it, for
-// SysProcAttr.CgroupFD.
-func (c *cgroups) open(ns uint64) (int, error) {
-	p := c.path(ns)
-	if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return -1, err
-	}
-	fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, fmt.Errorf("open cgroup %s: %w", p, err)
-	}
-	return fd, nil
-}
-
-// count is how many processes ns's cgroup holds (0 when it has none, or
-// is gone).
-func (c *cgroups) count(ns uint64) int {
-	data, err := os.ReadFile(filepath.Join(c.path(ns), "cgroup.procs"))
+// count is how many processes the cgroup holds: at least 1 if any cgroup
+// below it holds one (a command may make its own); 0 if it is gone.
+func (g *cgroup) count() int {
+	data, err := os.ReadFile(filepath.Join(g.path, "cgroup.procs"))
 	if err != nil {
 		return 0
 	}
-	return bytes.Count(data, []byte("\n"))
+	if n := bytes.Count(data, []byte("\n")); n > 0 {
+		return n
+	}
+	if ev, err := os.ReadFile(filepath.Join(g.path, "cgroup.events")); err == nil && bytes.Contains(ev, []byte("populated 1")) {
+		return 1
+	}
+	return 0
 }
 
-// release kills what ns's cgroup holds and removes it: true once it is
-// gone, false if processes outlived rounds tries 10 ms apart.
-func (c *cgroups) release(ns uint64, rounds int) bool {
-	return c.kill(c.path(ns), rounds)
-}
-
-// kill empties cgroup p and removes it.
-func (c *cgroups) kill(p string, rounds int) bool {
+// remove kills what cgroup p and those below it hold, and removes them:
+// true once p is gone, false if processes outlived rounds tries 10 ms
+// apart.
+func (c *cgroups) remove(p string, rounds int) bool {
 	for range rounds {
-		if err := unix.Rmdir(p); err == nil || errors.Is(err, unix.ENOENT) {
+		if removeTree(p) {
 			return true
 		}
 		signal(p)
 		time.Sleep(10 * time.Millisecond)
 	}
 	return false
+}
+
+// removeTree removes cgroup p and the cgroups below it, deepest first;
+// true if p is gone.
+func removeTree(p string) bool {
+	if subs, err := os.ReadDir(p); err == nil {
+		for _, e := range subs {
+			if e.IsDir() {
+				removeTree(filepath.Join(p, e.Name()))
+			}
+		}
+	}
+	err := unix.Rmdir(p)
+	return err == nil || errors.Is(err, unix.ENOENT)
 }
 
 // signal kills what cgroup p holds: cgroup.kill (Linux 5.14), or SIGKILL
@@ -159,7 +185,7 @@ func signal(p string) {
 	}
 }
 
-// close removes the daemon's directory, once its cgroups are gone.
+// close removes the daemon's directory, and any cgroup left in it.
 func (c *cgroups) close() {
-	unix.Rmdir(c.dir)
+	c.remove(c.dir, 100)
 }

@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -385,7 +387,15 @@ func lockStateDir(dir string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock the state directory: %w", err)
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	// A daemon killed a moment ago holds it until its process is gone:
+	// wait for that (up to five seconds), not for a live one.
+	for i := 0; errors.Is(err, unix.EWOULDBLOCK) && i < 100 && holderDying(f); i++ {
+		time.Sleep(50 * time.Millisecond)
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+	}
+	if err != nil {
+		f.Seek(0, io.SeekStart)
 		holder, _ := io.ReadAll(io.LimitReader(f, 32))
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
@@ -398,6 +408,30 @@ func lockStateDir(dir string) (*os.File, error) {
 		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return f, nil
+}
+
+// holderDying reports whether the process the lock file names is gone or
+// on its way out (a zombie, or exiting): one that holds the lock only
+// until its exit completes.
+func holderDying(f *os.File) bool {
+	data := make([]byte, 32)
+	n, _ := f.ReadAt(data, 0)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data[:n])))
+	if err != nil || pid <= 0 {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	// state ppid pgrp session tty_nr tpgid flags ... after "pid (comm)"
+	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(fields) < 7 {
+		return false
+	}
+	const pfExiting = 0x4 // PF_EXITING: in do_exit
+	flags, _ := strconv.ParseUint(fields[6], 10, 64)
+	return fields[0] == "Z" || fields[0] == "X" || flags&pfExiting != 0
 }
 
 // Health reports the daemon's status.

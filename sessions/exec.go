@@ -203,18 +203,23 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 		}
 		cmd = newCmd(cgroup)
 		err := cmd.Start()
-		var errno syscall.Errno
-		if err != nil && cgroup >= 0 && errors.As(err, &errno) && errno != syscall.ENOENT && errno != syscall.EACCES && errno != syscall.ENOEXEC {
-			// The kernel would not start it in the cgroup (a cgroup
-			// with controllers and processes of its own, say): start
-			// it, and the next ones, as without cgroups.
-			w.d.log.Printf("commands start outside cgroups from now on: %v", err)
-			w.d.reaper.noCgroups()
-			cmd = newCmd(-1)
-			err = cmd.Start()
+		if err != nil && cgroup >= 0 {
+			// Perhaps the kernel would not start it in the cgroup (one
+			// with controllers and processes of its own, say). If it
+			// starts without, so do the next ones; if not, the error
+			// was the command's.
+			retry := newCmd(-1)
+			if retry.Start() == nil {
+				w.d.log.Printf("commands start outside cgroups from now on: %v", err)
+				w.d.reaper.noCgroups()
+				cmd, err = retry, nil
+			}
 		}
 		return err
 	})
+	if cgroup >= 0 {
+		unix.Close(cgroup)
+	}
 	stdout.w.Close() // the command's copies are its own now
 	stderr.w.Close()
 	if err != nil {
@@ -291,6 +296,7 @@ type streamWriter struct {
 	o       *output
 	name    string
 	pending []byte // the start of a character cut by the last read
+	cut     bool   // the stream reached api.MaxOutput, unstreamed
 }
 
 func (sw *streamWriter) Write(p []byte) (int, error) {
@@ -302,11 +308,17 @@ func (sw *streamWriter) Write(p []byte) (int, error) {
 		if sw.name == "stderr" {
 			buf = &o.stderr
 		}
-		room := api.MaxOutput - buf.Len()
-		if len(p) > room {
-			o.truncated = true
+		if sw.cut {
+			return len(p), nil // what follows the cut is dropped
 		}
-		buf.Write(p[:min(len(p), max(room, 0))])
+		room := api.MaxOutput - buf.Len()
+		buf.Write(p[:min(len(p), room)])
+		if len(p) > room {
+			// Cut at a character's start, so that text stays text
+			// (the last write may have filled the buffer to the byte).
+			buf.Truncate(cutCharacter(buf.Bytes()))
+			sw.cut, o.truncated = true, true
+		}
 		return len(p), nil
 	}
 	data := p

@@ -21,16 +21,17 @@ type reaper struct {
 	mu sync.Mutex
 	ns map[uint64]bool // mount namespaces (nsfs inodes) commands ran in
 	wg sync.WaitGroup
-	// cg, if not nil, holds a cgroup per namespace commands ran in
-	// (cgroup.go), and fds the open ones; cgOff stops new commands from
-	// starting in them.
+	// cg, if not nil, is where commands get a cgroup per namespace
+	// (cgroup.go); cgs holds the namespaces' cgroups, and cgOff stops new
+	// commands from starting in them.
 	cg    *cgroups
-	fds   map[uint64]int
+	cgs   map[uint64]*cgroup
 	cgOff bool
 }
 
 // track records that a command runs in mount namespace ns, and returns
-// the cgroup to start it in: an fd for SysProcAttr.CgroupFD, or -1.
+// the cgroup to start it in: an fd of its own for SysProcAttr.CgroupFD,
+// which the caller closes, or -1.
 func (r *reaper) track(ns uint64) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -41,17 +42,22 @@ func (r *reaper) track(ns uint64) int {
 	if r.cg == nil || r.cgOff {
 		return -1
 	}
-	if fd, ok := r.fds[ns]; ok {
-		return fd
+	c := r.cgs[ns]
+	if c == nil {
+		var err error
+		if c, err = r.cg.make(); err != nil {
+			return -1 // this namespace goes by /proc alone
+		}
+		if r.cgs == nil {
+			r.cgs = map[uint64]*cgroup{}
+		}
+		r.cgs[ns] = c
 	}
-	fd, err := r.cg.open(ns)
+	// A copy: killAll may close c.fd while the command starts.
+	fd, err := unix.FcntlInt(uintptr(c.fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
-		return -1 // this namespace goes by /proc alone
+		return -1
 	}
-	if r.fds == nil {
-		r.fds = map[uint64]int{}
-	}
-	r.fds[ns] = fd
 	return fd
 }
 
@@ -62,35 +68,39 @@ func (r *reaper) noCgroups() {
 	r.cgOff = true
 }
 
-// forget closes ns's cgroup fd; the caller has the lock.
-func (r *reaper) forget(ns uint64) {
-	if fd, ok := r.fds[ns]; ok {
-		unix.Close(fd)
-		delete(r.fds, ns)
+// forget closes ns's cgroup and returns it, for the caller to remove;
+// nil if it has none. Commands started in ns later get a new one. The
+// caller has the lock.
+func (r *reaper) forget(ns uint64) *cgroup {
+	c := r.cgs[ns]
+	if c != nil {
+		unix.Close(c.fd)
+		delete(r.cgs, ns)
 	}
+	return c
 }
 
-// release kills, in the background, what still runs in ns: its Workspace
-// has ended or been detached. Namespaces no command ran in cost nothing.
+// release kills, in the background, what still runs in ns and removes
+// its cgroup: its Workspace has ended or been detached. Namespaces no
+// command ran in cost nothing.
 func (r *reaper) release(ns uint64) {
 	r.mu.Lock()
 	tracked := r.ns[ns]
+	c := r.forget(ns)
+	cg := r.cg
 	r.mu.Unlock()
-	if !tracked {
+	if !tracked && c == nil {
 		return
 	}
-	r.mu.Lock()
-	cg := r.cg
-	_, inCgroup := r.fds[ns]
-	r.forget(ns)
-	r.mu.Unlock()
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		gone := !inCgroup || cg.release(ns, 50)
+		gone := c == nil || cg.remove(c.path, 50)
 		if killUntilGone(map[uint64]bool{ns: true}, 50) && gone {
 			r.mu.Lock()
-			delete(r.ns, ns)
+			if r.cgs[ns] == nil { // else a new holder has the inode now
+				delete(r.ns, ns)
+			}
 			r.mu.Unlock()
 		}
 	}()
@@ -98,30 +108,33 @@ func (r *reaper) release(ns uint64) {
 
 // killNow kills what runs in ns and returns once it is gone (or after
 // about five seconds). Unlike release, ns stays tracked, for the commands
-// to come; they start in a fresh cgroup (one that was killed kills what
-// starts in it after).
+// to come; they start in a fresh cgroup (a cgroup that was killed kills
+// what starts in it after).
 func (r *reaper) killNow(ns uint64) {
 	r.mu.Lock()
 	tracked := r.ns[ns]
-	_, inCgroup := r.fds[ns]
-	r.forget(ns)
+	c := r.forget(ns)
 	cg := r.cg
 	r.mu.Unlock()
-	if !tracked {
-		return
+	if c != nil {
+		cg.remove(c.path, 500)
 	}
-	if inCgroup && cg != nil {
-		cg.release(ns, 500)
+	if tracked {
+		killUntilGone(map[uint64]bool{ns: true}, 500)
 	}
-	killUntilGone(map[uint64]bool{ns: true}, 500)
 }
 
 // killAll kills what runs in every namespace commands ran in, as killNow.
 func (r *reaper) killAll() {
 	r.mu.Lock()
-	ns := make([]uint64, 0, len(r.ns))
+	ns := make([]uint64, 0, len(r.ns)+len(r.cgs))
 	for n := range r.ns {
 		ns = append(ns, n)
+	}
+	for n := range r.cgs {
+		if !r.ns[n] {
+			ns = append(ns, n)
+		}
 	}
 	r.mu.Unlock()
 	for _, n := range ns {
@@ -131,25 +144,14 @@ func (r *reaper) killAll() {
 
 // close waits for the releases under way and then kills what still runs
 // in any namespace a command ran in, until nothing does (up to about five
-// seconds).
+// seconds), and removes the daemon's cgroups.
 func (r *reaper) close() {
 	r.wg.Wait()
+	r.killAll()
 	r.mu.Lock()
-	ns := r.ns
 	r.ns = nil
 	cg := r.cg
-	for n := range r.fds {
-		r.forget(n)
-	}
 	r.mu.Unlock()
-	if cg != nil {
-		for n := range ns {
-			cg.release(n, 500)
-		}
-	}
-	if len(ns) > 0 {
-		killUntilGone(ns, 500)
-	}
 	if cg != nil {
 		cg.close()
 	}
@@ -262,20 +264,24 @@ func nsInode(link []byte) (uint64, bool) {
 func (r *reaper) running(ns uint64) int {
 	r.mu.Lock()
 	tracked := r.ns[ns]
-	_, inCgroup := r.fds[ns]
-	cg := r.cg
+	c := r.cgs[ns]
+	off := r.cgOff
 	r.mu.Unlock()
 	if !tracked {
 		return 0
 	}
-	var n int
-	if inCgroup && cg != nil {
-		n = cg.count(ns) // every process the commands started, at once
-	} else {
+	n := 0
+	if c != nil {
+		n = c.count() // every process the commands started, at once
+	}
+	if c == nil || off {
+		// By namespace too: commands started outside a cgroup.
 		in := map[uint64]bool{ns: true}
-		if n = len(processesIn(in)); n == 0 {
-			n = len(processesIn(in))
+		m := len(processesIn(in))
+		if m == 0 {
+			m = len(processesIn(in))
 		}
+		n = max(n, m)
 	}
 	if n == 0 {
 		r.mu.Lock()

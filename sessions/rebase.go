@@ -24,8 +24,8 @@ import (
 func (w *workspace) rebase(res *publish.Result, c *publish.Capture) (markers []string, dropped []api.UncommittedPath, err error) {
 	// Commands a commit with allow_running left running would write into
 	// the upperdir while it is rewritten, and keep the old overlay on it
-	// while a new one is mounted there: they go first, as a landed
-	// commit's switch ends them.
+	// while a new one is mounted there: they go first (a commit that
+	// lands leaves them in the old view, whose upperdir it leaves alone).
 	if w.holder != nil {
 		w.d.reaper.killNow(w.holder.ns)
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -156,7 +157,10 @@ func flagOnly(r *http.Request, name string) (bool, error) {
 // flagParam reads a request's query: at most the boolean parameter name,
 // once (absent: false).
 func flagParam(r *http.Request, name string) (bool, error) {
-	q := r.URL.Query()
+	q, err := url.ParseQuery(r.URL.RawQuery) // URL.Query drops what it cannot parse
+	if err != nil {
+		return false, fmt.Errorf("%w: query %q: %v", ErrBadRequest, r.URL.RawQuery, err)
+	}
 	for k := range q {
 		if k != name {
 			return false, fmt.Errorf("%w: unknown parameter %q (?%s=1 is the one option)", ErrBadRequest, k, name)

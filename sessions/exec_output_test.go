@@ -1,0 +1,54 @@
+package sessions
+
+import (
+	"bytes"
+	"math/rand"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/layerfs/layerfs/api"
+)
+
+// TestOutputCutsAtCharacters: text written in pieces of any size, past
+// the bound, is kept as text, cut at a character's start.
+func TestOutputCutsAtCharacters(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	text := []byte(strings.Repeat("€", api.MaxOutput/3+1000))
+	for round := 0; round < 5; round++ {
+		o := newOutput(nil)
+		w := o.writer("stdout")
+		for rest := text; len(rest) > 0; {
+			n := min(len(rest), 1+r.Intn(70000))
+			if round == 0 && len(text)-len(rest) < api.MaxOutput {
+				n = min(n, api.MaxOutput-(len(text)-len(rest))) // the buffer fills to the byte
+			}
+			w.Write(rest[:n])
+			rest = rest[n:]
+		}
+		w.flush()
+		res := o.result()
+		if !res.Truncated || res.StdoutBase64 != "" || len(res.Stdout) != api.MaxOutput/3*3 || !utf8.ValidString(res.Stdout) {
+			t.Fatalf("round %d: %d bytes as text, %d as base64, truncated %v", round, len(res.Stdout), len(res.StdoutBase64), res.Truncated)
+		}
+	}
+	// Streamed, pieces cut anywhere come out as text, whole.
+	var got bytes.Buffer
+	o := newOutput(func(ev api.ExecEvent) {
+		if ev.DataBase64 != "" || !utf8.ValidString(ev.Data) {
+			t.Fatalf("an event not of text: %q %q", ev.Data, ev.DataBase64)
+		}
+		got.WriteString(ev.Data)
+	})
+	w := o.writer("stdout")
+	small := text[:300_000]
+	for rest := small; len(rest) > 0; {
+		n := min(len(rest), 1+r.Intn(1000))
+		w.Write(rest[:n])
+		rest = rest[n:]
+	}
+	w.flush()
+	if !bytes.Equal(got.Bytes(), small) {
+		t.Errorf("streamed %d bytes, want %d", got.Len(), len(small))
+	}
+}
