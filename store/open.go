@@ -182,8 +182,13 @@ func (s *Store) dsn(writer bool) string {
 		q.Add("_pragma", "cache_size(-32768)")
 		q.Add("_pragma", "query_only(1)")
 	}
-	return "file:" + s.path + "?" + q.Encode()
+	return "file:" + uriPath.Replace(s.path) + "?" + q.Encode()
 }
+
+// uriPath escapes what a SQLite URI filename would read otherwise: '?'
+// starts its query, '#' its fragment, and %HH is decoded (a Store at
+// "proj#1.lfs" had been opened as "proj").
+var uriPath = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
 
 // writerCacheBytes is the writer's page cache; cacheSpillPages is how
 // many pages a write transaction keeps in memory before spilling to the

@@ -57,6 +57,42 @@ func TestReopenKeepsData(t *testing.T) {
 	}
 }
 
+// TestOpenOddNames: a Store's file is the one named, whatever the name
+// holds; SQLite's URI filenames read '#', '?' and %HH otherwise.
+func TestOpenOddNames(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"proj#1.layerfs", "what?.layerfs", "x%41.layerfs", "sp ace&=;.layerfs"} {
+		path := filepath.Join(dir, name)
+		s, err := Open(path, Options{Create: true})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		b := s.NewBatch()
+		id, _ := b.Put(object.KindChunk, []byte(name))
+		if err := b.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("%s: no file of that name: %v", name, err)
+		}
+		s, err = Open(path, Options{})
+		if err != nil {
+			t.Fatalf("%s: reopen: %v", name, err)
+		}
+		if got, err := s.Get(id, object.KindChunk); err != nil || string(got) != name {
+			t.Errorf("%s: reopened, read %q %v", name, got, err)
+		}
+		s.Close()
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !strings.Contains(e.Name(), ".layerfs") {
+			t.Errorf("a file no Store was named: %q", e.Name())
+		}
+	}
+}
+
 func TestOpenRefusesNewerFormat(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.layerfs")
 	s, err := Open(path, Options{Create: true})
