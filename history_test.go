@@ -124,6 +124,36 @@ func TestBlameSurvivesAuditFailure(t *testing.T) {
 	}
 }
 
+// TestBlameAtAnOlderRef: the same content written again later — here on
+// another branch — does not rename the owners of what an older Commit
+// holds; at the newer Commit, its own row counts.
+func TestBlameAtAnOlderRef(t *testing.T) {
+	st, f := newProject(t)
+	expect(t, publish.Committed)(f.Write("README.md", []byte("other\n"), Call{ID: "two"}))
+	if _, err := st.Fork("scratch", "main"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := st.FS("scratch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, publish.Committed)(s.Write("README.md", []byte("# hello\n"), Call{ID: "later"}))
+	if got := strings.Join(ownersOf(t, st, "L1", "README.md"), ","); got != "original" {
+		t.Errorf("blame at L1 after the same content was written on another branch: %s", got)
+	}
+	if got := strings.Join(ownersOf(t, st, "scratch", "README.md"), ","); got != "operation:later" {
+		t.Errorf("blame at scratch: %s", got)
+	}
+	// Written back on main too, later: main's own row.
+	expect(t, publish.Committed)(f.Write("README.md", []byte("# hello\n"), Call{ID: "back"}))
+	if got := strings.Join(ownersOf(t, st, "main", "README.md"), ","); got != "operation:back" {
+		t.Errorf("blame at main: %s", got)
+	}
+	if got := strings.Join(ownersOf(t, st, "scratch", "README.md"), ","); got != "operation:later" {
+		t.Errorf("blame at scratch after main's: %s", got)
+	}
+}
+
 func TestBlameMovesAndBinary(t *testing.T) {
 	st, f := newProject(t)
 	expect(t, publish.Committed)(f.Edit("src/a/b/c.go", "package c", "package c // edited", false, Call{ID: "ed"}))

@@ -62,7 +62,7 @@ func Blame(s *store.Store, root, at object.ID, path string) (*BlameResult, error
 // the Store through its writer connection (store.WriterReads).
 type versionReader interface {
 	extents.Getter
-	Blame(path string, content object.ID) (store.Ownership, object.ID, bool, error)
+	Blame(path string, content object.ID) ([]store.OwnerRow, error)
 }
 
 // version is one file's content as blame sees it.
@@ -132,17 +132,84 @@ func ownershipOf(s *store.Store, rd versionReader, path string, e *store.Entry, 
 	return ownershipWalk(s, rd, path, e, v, at, &budget)
 }
 
+// rowAt picks, of the ownerships recorded for a version (newest first),
+// the one that holds in the history of Commit at: recorded by at or a
+// Commit before it. The same content written later — on another branch,
+// say — must not rename the owners of what an older Commit holds. A row
+// whose Commit is newer than at cannot be one of its ancestors; of
+// several older ones, the newest found among at's last maxRowWalk
+// ancestors wins, else the newest. With at unknown, the newest.
+func rowAt(s *store.Store, rows []store.OwnerRow, at object.ID) (store.OwnerRow, bool, error) {
+	if len(rows) == 0 {
+		return store.OwnerRow{}, false, nil
+	}
+	if at.IsZero() {
+		return rows[0], true, nil
+	}
+	ac, err := s.Commit(at)
+	if err != nil {
+		return store.OwnerRow{}, false, err
+	}
+	var older []store.OwnerRow
+	for _, r := range rows {
+		if r.Commit == at {
+			return r, true, nil
+		}
+		c, err := s.Commit(r.Commit)
+		if err != nil {
+			return store.OwnerRow{}, false, err
+		}
+		if c.Time <= ac.Time {
+			older = append(older, r)
+		}
+	}
+	switch len(older) {
+	case 0:
+		return store.OwnerRow{}, false, nil
+	case 1:
+		return older[0], true, nil
+	}
+	seen := map[object.ID]bool{at: true}
+	queue := []object.ID{at}
+	for n := 0; len(queue) > 0 && n < maxRowWalk; n++ {
+		c, err := s.Commit(queue[0])
+		queue = queue[1:]
+		if err != nil {
+			return store.OwnerRow{}, false, err
+		}
+		for _, p := range c.Parents {
+			if !seen[p] {
+				seen[p] = true
+				queue = append(queue, p)
+			}
+		}
+	}
+	for _, r := range older {
+		if seen[r.Commit] {
+			return r, true, nil
+		}
+	}
+	return older[0], true, nil
+}
+
+// maxRowWalk bounds the Commits rowAt reads to tell which of several rows
+// holds.
+const maxRowWalk = 256
+
 // maxHistoryWalk bounds how many Commits one ownership lookup may read
 // when rows are missing.
 const maxHistoryWalk = 1000
 
 func ownershipWalk(s *store.Store, rd versionReader, path string, e *store.Entry, v *version, at object.ID, budget *int) (store.Ownership, error) {
-	own, _, ok, err := rd.Blame(path, e.ID)
-	if err != nil || ok {
-		return own, err
+	rows, err := rd.Blame(path, e.ID)
+	if err != nil {
+		return store.Ownership{}, err
+	}
+	if row, ok, err := rowAt(s, rows, at); err != nil || ok {
+		return row.Own, err
 	}
 	if orig, err := fromInit(s, path, e.ID); err != nil {
-		return own, err
+		return store.Ownership{}, err
 	} else if orig {
 		return uniform(v, store.OwnerOriginal), nil
 	}

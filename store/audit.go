@@ -156,26 +156,44 @@ func (t *RefTx) insertBlame(rows []BlameRow) error {
 	return nil
 }
 
-// Blame returns the most recently recorded ownership of content at path.
-func (s *Store) Blame(path string, content object.ID) (Ownership, object.ID, bool, error) {
+// OwnerRow is one recorded ownership of a version: who owns its lines, as
+// the Commit that recorded it saw them. The same content can be written
+// again, by another Commit (a revert, or another branch), with owners of
+// its own.
+type OwnerRow struct {
+	Own    Ownership
+	Commit object.ID
+}
+
+// Blame returns the ownerships recorded for content at path, newest first
+// (at most 16).
+func (s *Store) Blame(path string, content object.ID) ([]OwnerRow, error) {
 	return s.blame(s.stmts.blame, path, content)
 }
 
-func (s *Store) blame(query *sql.Stmt, path string, content object.ID) (Ownership, object.ID, bool, error) {
-	var data, commit []byte
-	err := query.QueryRow(path, content[:]).Scan(&data, &commit)
+func (s *Store) blame(query *sql.Stmt, path string, content object.ID) ([]OwnerRow, error) {
+	rows, err := query.Query(path, content[:])
 	if err != nil {
-		if isNoRows(err) {
-			return Ownership{}, object.Zero, false, nil
+		return nil, fmt.Errorf("blame %s: %w", path, err)
+	}
+	defer rows.Close()
+	var out []OwnerRow
+	for rows.Next() {
+		var data, commit []byte
+		if err := rows.Scan(&data, &commit); err != nil {
+			return nil, fmt.Errorf("blame %s: %w", path, err)
 		}
-		return Ownership{}, object.Zero, false, fmt.Errorf("blame %s: %w", path, err)
+		o, err := decodeOwnership(data)
+		if err != nil {
+			return nil, fmt.Errorf("blame %s: %w", path, err)
+		}
+		id, _ := object.FromBytes(commit)
+		out = append(out, OwnerRow{Own: o, Commit: id})
 	}
-	o, err := decodeOwnership(data)
-	if err != nil {
-		return o, object.Zero, false, fmt.Errorf("blame %s: %w", path, err)
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("blame %s: %w", path, err)
 	}
-	id, _ := object.FromBytes(commit)
-	return o, id, true, nil
+	return out, nil
 }
 
 // FailAuditForTest makes AppendBlame fail until called with false: a

@@ -10,10 +10,11 @@ import (
 	"github.com/layerfs/layerfs/object"
 )
 
-// The queries that read an object and the newest ownership of a version.
+// The queries that read an object and the ownerships recorded for a
+// version, newest first.
 const (
 	getQuery   = `SELECT kind, size, enc, base, data FROM objects WHERE id = ?`
-	blameQuery = `SELECT data, commit_id FROM blame WHERE path = ? AND content = ? ORDER BY seq DESC LIMIT 1`
+	blameQuery = `SELECT data, commit_id FROM blame WHERE path = ? AND content = ? ORDER BY seq DESC LIMIT 16`
 )
 
 // readStmts are the hot read queries, prepared once: preparing a

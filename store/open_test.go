@@ -170,7 +170,7 @@ func TestOpenMigratesFormat1(t *testing.T) {
 	if s.Meta("version") != fmt.Sprint(FormatVersion) {
 		t.Errorf("meta version %q after migration", s.Meta("version"))
 	}
-	if _, _, _, err := s.Blame("x", id); err != nil {
+	if _, err := s.Blame("x", id); err != nil {
 		t.Errorf("blame table after migration: %v", err)
 	}
 	if got, err := s.Get(id, object.KindChunk); err != nil || string(got) != "kept across the migration" {

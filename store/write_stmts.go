@@ -84,7 +84,7 @@ func (w WriterReads) GetManyInto(ids []object.ID, k object.Kind, alloc func(n in
 }
 
 // Blame is Store.Blame through the writer connection.
-func (w WriterReads) Blame(path string, content object.ID) (Ownership, object.ID, bool, error) {
+func (w WriterReads) Blame(path string, content object.ID) ([]OwnerRow, error) {
 	if w.s.w == nil {
 		return w.s.Blame(path, content)
 	}
