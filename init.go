@@ -43,7 +43,10 @@ type InitResult struct {
 	Symlinks int
 	Bytes    int64
 	// Skipped lists fifos, sockets and device files, which are not captured.
-	Skipped  []string
+	Skipped []string
+	// Excluded lists the Store's own files, when dir holds them: they
+	// change as init writes them.
+	Excluded []string
 	Objects  store.BatchStats
 	Duration time.Duration
 }
@@ -60,7 +63,7 @@ func (st *Store) Init(dir string, opts InitOptions) (*InitResult, error) {
 	if _, err := st.s.Branch(store.MainBranch); err == nil {
 		return nil, fmt.Errorf("init %s: %w", dir, ErrInitialized)
 	}
-	sc, err := scanTree(dir)
+	sc, err := scanTree(dir, st.s.Path())
 	if err != nil {
 		return nil, fmt.Errorf("init %s: %w", dir, err)
 	}
@@ -94,7 +97,7 @@ func (st *Store) Init(dir string, opts InitOptions) (*InitResult, error) {
 	return &InitResult{
 		Commit: commit, Layer: "L000001",
 		Files: len(sc.files), Dirs: sc.dirs, Symlinks: sc.links, Bytes: sc.bytes,
-		Skipped: sc.skipped, Objects: b.Stats(), Duration: time.Since(start),
+		Skipped: sc.skipped, Excluded: sc.excluded, Objects: b.Stats(), Duration: time.Since(start),
 	}, nil
 }
 

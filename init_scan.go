@@ -32,11 +32,16 @@ type scan struct {
 	links   int
 	bytes   int64
 	skipped []string // fifos, sockets, devices: not captured
+	// storeFiles are the Store's file and its SQLite companions, by
+	// device and inode: not captured, listed in excluded.
+	storeFiles map[[2]uint64]bool
+	excluded   []string
 }
 
 // scanTree walks dir without following symlinks and records every entry's
-// metadata. It reads no file contents.
-func scanTree(dir string) (*scan, error) {
+// metadata, leaving out the Store at storePath if dir holds it. It reads
+// no file contents.
+func scanTree(dir, storePath string) (*scan, error) {
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return nil, err
@@ -44,7 +49,13 @@ func scanTree(dir string) (*scan, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("%s is not a directory", dir)
 	}
-	sc := &scan{}
+	sc := &scan{storeFiles: map[[2]uint64]bool{}}
+	for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+		var st unix.Stat_t
+		if storePath != "" && unix.Stat(storePath+suffix, &st) == nil {
+			sc.storeFiles[[2]uint64{st.Dev, st.Ino}] = true
+		}
+	}
 	sc.root, err = sc.walk(dir, "")
 	return sc, err
 }
@@ -115,6 +126,10 @@ func (sc *scan) entry(abs, rel, name string) (scanEntry, bool, error) {
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
+		if sc.storeFiles[[2]uint64{st.Dev, st.Ino}] {
+			sc.excluded = append(sc.excluded, rel)
+			return e, false, nil
+		}
 		e.Type, e.Size, e.abs = store.TypeFile, st.Size, abs
 		sc.bytes += st.Size
 	case unix.S_IFLNK:

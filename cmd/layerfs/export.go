@@ -34,7 +34,13 @@ func runExport(c *cli, args []string) error {
 		return err
 	}
 	if c.json {
-		return c.printJSON(res)
+		return c.printJSON(struct {
+			Files      int     `json:"files"`
+			Dirs       int     `json:"dirs"`
+			Symlinks   int     `json:"symlinks"`
+			Bytes      int64   `json:"bytes"`
+			DurationMS float64 `json:"duration_ms"`
+		}{res.Files, res.Dirs, res.Symlinks, res.Bytes, ms(res.Duration)})
 	}
 	fmt.Fprintf(c.out, "%d files, %d dirs, %d symlinks, %s in %s\n", res.Files, res.Dirs, res.Symlinks,
 		humanBytes(res.Bytes), res.Duration.Round(time.Millisecond))

@@ -57,8 +57,15 @@ func runInit(c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, p := range res.Excluded {
+		fmt.Fprintf(c.errOut, "layerfs init: left out %s: it is the Store's own file\n", p)
+	}
 	if c.json {
-		return c.printJSON(res)
+		return c.printJSON(initJSON{Commit: res.Commit.String(), Layer: res.Layer, Files: res.Files, Dirs: res.Dirs,
+			Symlinks: res.Symlinks, Bytes: res.Bytes, Skipped: nonNil(res.Skipped), Excluded: nonNil(res.Excluded),
+			Objects: objectsJSON{New: res.Objects.New, Reused: res.Objects.Reused, RawBytes: res.Objects.RawBytes,
+				StoredBytes: res.Objects.StoredBytes, Packs: res.Objects.Packs},
+			DurationMS: ms(res.Duration)})
 	}
 	if !initFlags.quiet {
 		fmt.Fprintf(c.out, "main %s (%s): %d files, %d dirs, %d symlinks, %s in %s\n",
@@ -69,6 +76,39 @@ func runInit(c *cli, args []string) error {
 		fmt.Fprintf(c.errOut, "layerfs init: warning: skipped %s (fifo, socket or device)\n", p)
 	}
 	return nil
+}
+
+// initJSON is init's result for --json.
+type initJSON struct {
+	Commit     string      `json:"commit"`
+	Layer      string      `json:"layer"`
+	Files      int         `json:"files"`
+	Dirs       int         `json:"dirs"`
+	Symlinks   int         `json:"symlinks"`
+	Bytes      int64       `json:"bytes"`
+	Skipped    []string    `json:"skipped"`  // fifos, sockets, devices
+	Excluded   []string    `json:"excluded"` // the Store's own files
+	Objects    objectsJSON `json:"objects"`
+	DurationMS float64     `json:"duration_ms"`
+}
+
+type objectsJSON struct {
+	New         int   `json:"new"`
+	Reused      int   `json:"reused"`
+	RawBytes    int64 `json:"raw_bytes"`
+	StoredBytes int64 `json:"stored_bytes"`
+	Packs       int   `json:"packs"`
+}
+
+// ms is d in milliseconds, to the microsecond.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// nonNil is s, or an empty list for JSON's [] rather than null.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 func isTerminal(f *os.File) bool {

@@ -214,3 +214,33 @@ func TestCLIMissingObjectIsCorrupt(t *testing.T) {
 		t.Errorf("export with a chunk missing: exit %d %q, want %d", code, stderr, exitCorrupt)
 	}
 }
+
+// TestCLIInitLeavesOutItsStore: a Store inside the tree it captures is
+// left out (it changes as init writes it), and said so; --json reads as
+// the other commands' JSON does.
+func TestCLIInitLeavesOutItsStore(t *testing.T) {
+	dir := testTree(t)
+	store := filepath.Join(dir, ".layerfs.db")
+	code, out, stderr := runCLI(t, "init", "--json", "--store", store, dir)
+	if code != 0 {
+		t.Fatalf("init: exit %d %s", code, stderr)
+	}
+	var res struct {
+		Commit     string   `json:"commit"`
+		Files      int      `json:"files"`
+		Excluded   []string `json:"excluded"`
+		DurationMS float64  `json:"duration_ms"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("init --json: %v\n%s", err, out)
+	}
+	if len(res.Commit) != 64 || res.Files != 2 || len(res.Excluded) == 0 || res.Excluded[0] != ".layerfs.db" {
+		t.Errorf("init --json: %+v", res)
+	}
+	if !strings.Contains(stderr, "left out .layerfs.db") {
+		t.Errorf("init's warning: %q", stderr)
+	}
+	if got := mustRun(t, "ls", "--store", store, "main"); strings.Contains(got, "layerfs.db") {
+		t.Errorf("the Store was captured:\n%s", got)
+	}
+}
