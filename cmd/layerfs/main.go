@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sort"
 	"strings"
 
@@ -42,7 +43,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if isHelp(args[0]) {
+		if len(args) > 1 { // help CMD: the command's own
+			if cmd, ok := commands[args[1]]; ok {
+				newCLI(cmd, stdout, stderr).usage(stdout)
+				return exitOK
+			}
+			fmt.Fprintf(stderr, "layerfs: no command %q; run layerfs --help\n", args[1])
+			return exitUsage
+		}
 		usage(stdout)
+		return exitOK
+	}
+	if args[0] == "--version" || args[0] == "version" {
+		fmt.Fprintln(stdout, "layerfs", version())
 		return exitOK
 	}
 	cmd, ok := commands[args[0]]
@@ -55,7 +68,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cmd, args = verb(cmd, args)
-	c := newCLI(cmd, stdout, stderr)
+	out := &errWriter{w: stdout}
+	c := newCLI(cmd, out, stderr)
 	rest, err := c.parse(args[1:])
 	if err != nil {
 		return c.fail(err)
@@ -64,7 +78,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 		c.usage(stdout)
 		return exitOK
 	}
-	return c.fail(cmd.run(c, rest))
+	err = cmd.run(c, rest)
+	if err == nil && out.err != nil {
+		// A full disk or a closed pipe: the output is not all there.
+		err = fmt.Errorf("write standard output: %w", out.err)
+	}
+	return c.fail(err)
+}
+
+// errWriter remembers the first error writing to w; after it, it writes
+// nothing more.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	if err != nil {
+		e.err = err
+	}
+	return n, err
 }
 
 // verb picks a command's subcommand when the next argument names one.
@@ -75,6 +112,27 @@ func verb(cmd *command, args []string) (*command, []string) {
 		}
 	}
 	return cmd, args
+}
+
+// version is the module's version and, for a build from a checkout, the
+// commit it was built from.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v += " " + s.Value[:min(12, len(s.Value))]
+		case "vcs.modified":
+			if s.Value == "true" {
+				v += " (modified)"
+			}
+		}
+	}
+	return v
 }
 
 func isHelp(a string) bool { return a == "-h" || a == "--help" || a == "help" }
@@ -96,8 +154,9 @@ Commands:
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprint(w, `
-The Store is --store FILE, or $LAYERFS_STORE. Run layerfs COMMAND --help for
-a command's flags; they go after the command.
+The Store is --store FILE, or $LAYERFS_STORE. Run layerfs COMMAND --help (or
+layerfs help COMMAND) for a command's flags; they go after the command.
+layerfs --version prints the version.
 
 Exit codes:
   0  success (committed or up to date, for a call that writes)
@@ -108,7 +167,7 @@ Exit codes:
      exists, ambiguous ref prefix, edit text found more than once, uncommitted
      changes, conflict markers left, commands still running at a commit, the
      Workspace cap, a state directory in use
-  5  the Store is damaged
+  5  the Store is damaged (corrupt or missing objects)
   6  unsupported: a Store on an unsupported filesystem, a newer format, not a Store
   ws exec exits with its command's own status.
 `)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -242,5 +243,36 @@ func TestCLIInitLeavesOutItsStore(t *testing.T) {
 	}
 	if got := mustRun(t, "ls", "--store", store, "main"); strings.Contains(got, "layerfs.db") {
 		t.Errorf("the Store was captured:\n%s", got)
+	}
+}
+
+// fullWriter fails every write, as /dev/full does.
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// TestCLIOutputThatCannotBeWritten: a command whose output cannot be
+// written fails (exit 1) and says so, whichever way it prints.
+func TestCLIOutputThatCannotBeWritten(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.layerfs")
+	mustRun(t, "init", "--store", store, testTree(t))
+	for _, args := range [][]string{{"log", "main"}, {"stats"}, {"fsck"}, {"ls", "main"}, {"blame", "main:README"}} {
+		var errb bytes.Buffer
+		code := run(append(append([]string{}, args...), "--store", store), fullWriter{}, &errb)
+		if code != exitError || !strings.Contains(errb.String(), "no space left on device") {
+			t.Errorf("layerfs %s > /dev/full: exit %d %q", strings.Join(args, " "), code, errb.String())
+		}
+	}
+}
+
+func TestCLIHelpOfACommandAndVersion(t *testing.T) {
+	if code, out, _ := runCLI(t, "help", "log"); code != 0 || !strings.HasPrefix(out, "Usage: layerfs log") {
+		t.Errorf("help log: exit %d %q", code, out)
+	}
+	if code, _, errs := runCLI(t, "help", "nope"); code != exitUsage || !strings.Contains(errs, `no command "nope"`) {
+		t.Errorf("help nope: exit %d %q", code, errs)
+	}
+	if code, out, _ := runCLI(t, "--version"); code != 0 || !strings.HasPrefix(out, "layerfs ") {
+		t.Errorf("--version: exit %d %q", code, out)
 	}
 }
