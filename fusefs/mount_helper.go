@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -45,7 +46,14 @@ func helperRequest(source, mountpoint, opts string) (Request, error) {
 	if err != nil {
 		return Request{}, err
 	}
-	storePath, ref, hasRef := strings.Cut(source, "#")
+	// STORE#REF, split at the last '#' (a ref has none; a directory
+	// may), unless the whole of it is the Store.
+	storePath, ref, hasRef := source, "", false
+	if fi, err := os.Stat(source); err != nil || !fi.Mode().IsRegular() {
+		if i := strings.LastIndexByte(source, '#'); i >= 0 {
+			storePath, ref, hasRef = source[:i], source[i+1:], true
+		}
+	}
 	if storePath == "" || hasRef && ref == "" {
 		return Request{}, fmt.Errorf("%q: %w", source, ErrBadSource)
 	}

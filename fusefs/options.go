@@ -111,13 +111,22 @@ func (o *Options) set(key, val string) error {
 			o.ReadAhead = -1 // off
 		}
 	case key == "entry_timeout":
-		o.EntryTimeout, err = time.ParseDuration(val)
+		o.EntryTimeout, err = duration(val)
 	case key == "branch_timeout":
-		o.BranchTimeout, err = time.ParseDuration(val)
+		o.BranchTimeout, err = duration(val)
 	default:
 		return ErrBadOption
 	}
 	return err
+}
+
+// duration reads a timeout: a Go duration, not negative.
+func duration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err == nil && d < 0 {
+		err = fmt.Errorf("%s is negative", s)
+	}
+	return d, err
 }
 
 // parseSize reads a byte count with an optional K, M or G suffix (powers

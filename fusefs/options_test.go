@@ -2,6 +2,8 @@ package fusefs
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -40,12 +42,27 @@ func TestParseHelperArgs(t *testing.T) {
 	if err != nil || !req.Options.AllCommits || req.Ref != "" {
 		t.Errorf("a Store without #REF: %+v, %v", req, err)
 	}
+	// A '#' in the Store's directory: the ref is after the last one; a
+	// Store whose own name has one is taken whole.
+	req, err = ParseHelperArgs([]string{"/s/team#1/p.layerfs#main", "/mnt/p"})
+	if err != nil || req.StorePath != "/s/team#1/p.layerfs" || req.Ref != "main" {
+		t.Errorf("a '#' in the Store's directory: %+v, %v", req, err)
+	}
+	odd := filepath.Join(t.TempDir(), "p#1.layerfs")
+	if err := os.WriteFile(odd, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req, err = ParseHelperArgs([]string{odd, "/mnt/p"})
+	if err != nil || req.StorePath != odd || req.Ref != "" || !req.Options.AllCommits {
+		t.Errorf("a Store named with a '#': %+v, %v", req, err)
+	}
 	for _, bad := range [][]string{
 		{"/s/p.layerfs#main"},
 		{"/s/p.layerfs#", "/mnt"},
 		{"#main", "/mnt"},
 		{"/s/p.layerfs#main", "/mnt", "-o", "all_commits"},
 		{"/s/p.layerfs#main", "/mnt", "-o"},
+		{"/s/p.layerfs#main", "/mnt", "-o", "entry_timeout=-5s"},
 		{"/s/p.layerfs#main", "/mnt", "-N", "/proc/1/ns/mnt"},
 	} {
 		if _, err := ParseHelperArgs(bad); err == nil {
