@@ -125,6 +125,28 @@ func TestBranchNames(t *testing.T) {
 	}
 }
 
+// TestBranchNamesDoNotNest: as in git, "team" and "team/alice" cannot
+// both be branches, in either order; "team-b" and "teams" can.
+func TestBranchNamesDoNotNest(t *testing.T) {
+	s := NewTestStore(t)
+	c1 := testCommit(t, s, "one")
+	if err := s.Update(func(tx *RefTx) error { return tx.CreateBranch(MainBranch, c1, "init") }); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{{"team/alice", true}, {"team", false}, {"team/alice/x", false}, {"team-b", true}, {"teams", true}, {"main/x", false}, {"team/bob", true}} {
+		_, err := s.Fork(c.name, "main")
+		if c.ok && err != nil {
+			t.Errorf("fork %s: %v", c.name, err)
+		}
+		if !c.ok && (!errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "in the way")) {
+			t.Errorf("fork %s: %v, want a clash", c.name, err)
+		}
+	}
+}
+
 func TestLeasesPinCommits(t *testing.T) {
 	s := NewTestStore(t)
 	c1 := testCommit(t, s, "one")

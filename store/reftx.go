@@ -143,6 +143,17 @@ func (t *RefTx) CreateBranch(name string, head object.ID, start string) error {
 	if err := CheckBranchName(name); err != nil {
 		return err
 	}
+	// As in git, "team" and "team/alice" cannot both be branches: a
+	// mount's branches/ directory shows each as a path.
+	var clash string
+	err := t.tx.QueryRowContext(t.ctx, `SELECT name FROM branches WHERE substr(?, 1, length(name) + 1) = name || '/' OR substr(name, 1, length(?) + 1) = ? || '/' LIMIT 1`,
+		name, name, name).Scan(&clash)
+	if err == nil {
+		return fmt.Errorf("branch %q: branch %q is in the way (one name cannot be a directory of the other): %w", name, clash, ErrExists)
+	}
+	if !isNoRows(err) {
+		return fmt.Errorf("create branch %q: %w", name, err)
+	}
 	res, err := t.tx.ExecContext(t.ctx, `INSERT INTO branches(name, head, start, created, updated) VALUES(?, ?, ?, ?, ?) ON CONFLICT(name) DO NOTHING`,
 		name, head[:], start, t.now, t.now)
 	if err != nil {
