@@ -53,6 +53,11 @@ func (st *Store) Export(ref, dir string, opts ExportOptions) (*ExportResult, err
 	x := newExporter(st.s, opts.Workers)
 	if e.Type == store.TypeDir {
 		x.dir(e.ID, dir)
+		if opts.Path != "" {
+			// A directory's own mode, times and owner, as its
+			// children have theirs (a commit's root has none stored).
+			x.dirs = append(x.dirs, dirMeta{e, dir})
+		}
 	} else {
 		e.Name = filepath.Base(opts.Path)
 		x.entry(&e, filepath.Join(dir, e.Name))

@@ -183,6 +183,16 @@ func TestExportSubtreeAndFork(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(out, "b/c.go")); err != nil || string(data) != "package c\n" {
 		t.Errorf("subtree export: %q %v", data, err)
 	}
+	// The directory exported takes the subtree's own mode and mtime.
+	root, _, _ := st.Backend().CommitRoot("agent-1")
+	e, err := st.Backend().Lookup(root, "src/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(out)
+	if err != nil || uint32(fi.Mode().Perm()) != e.Mode&0o777 || fi.ModTime().UnixNano() != e.MTime {
+		t.Errorf("the subtree's root: %v %v, want mode %o mtime %d", fi.Mode(), fi.ModTime().UnixNano(), e.Mode, e.MTime)
+	}
 }
 
 func TestCorruptChunkIsReported(t *testing.T) {
