@@ -131,6 +131,11 @@ func open(path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+func emptyOrMissing(path string) bool {
+	st, err := os.Stat(path)
+	return err != nil || st.Size() == 0
+}
+
 func checkPath(path string, opts Options) error {
 	if _, err := os.Stat(filepath.Dir(path)); errors.Is(err, fs.ErrNotExist) {
 		if !opts.Create {
@@ -151,6 +156,10 @@ func checkPath(path string, opts Options) error {
 		return err
 	case st.IsDir():
 		return fmt.Errorf("%w: it is a directory", ErrNotStore)
+	case st.Size() == 0 && !opts.Create && emptyOrMissing(path+"-wal"):
+		// SQLite would make a Store of it: only init may. (A Store
+		// whose first pages are all still in its WAL is one.)
+		return fmt.Errorf("%w: it is an empty file (layerfs init makes a Store)", ErrNotStore)
 	}
 	return nil
 }

@@ -93,6 +93,26 @@ func TestOpenOddNames(t *testing.T) {
 	}
 }
 
+// TestOpenEmptyFile: opening an empty file, not to create a Store, does
+// not make one of it.
+func TestOpenEmptyFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(path, Options{}); !errors.Is(err, ErrNotStore) {
+		t.Errorf("open of an empty file: %v, want ErrNotStore", err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() != 0 {
+		t.Errorf("the empty file after the open: %v %v", fi.Size(), err)
+	}
+	s, err := Open(path, Options{Create: true}) // init may
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+}
+
 func TestOpenRefusesNewerFormat(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.layerfs")
 	s, err := Open(path, Options{Create: true})
