@@ -77,6 +77,9 @@ func TestSquashHundredLayers(t *testing.T) {
 	if len(ls) != 2 || ls[0].Seq != 101 || ls[0].ID != sq.ID || ls[1].Seq != 1 {
 		t.Fatalf("manifest after squash: %+v", ls)
 	}
+	if !sq.Created.Equal(ls[0].Created) || sq.Created.IsZero() {
+		t.Errorf("the squash's layer was created %v; the manifest says %v", sq.Created, ls[0].Created)
+	}
 	if after := snapshotBranches(t, st); after != before {
 		t.Fatalf("a branch tree changed:\n%s\n%s", before, after)
 	}

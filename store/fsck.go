@@ -215,7 +215,10 @@ func (f *fscker) checkSchema() {
 	var n int
 	err := f.s.r.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND name IN
 		('objects_append_only_update', 'objects_append_only_delete', 'objects_into_open_pack', 'packs_sealed', 'packs_append_only_delete')`).Scan(&n)
-	if err != nil || n != 5 {
-		f.rep.Problems = append(f.rep.Problems, Problem{What: "schema", From: "store", Err: fmt.Sprintf("append-only triggers: %d of 5 present (%v)", n, err)})
+	switch {
+	case err != nil:
+		f.rep.Problems = append(f.rep.Problems, Problem{What: "schema", From: "store", Err: fmt.Sprintf("append-only triggers: %v", err)})
+	case n != 5:
+		f.rep.Problems = append(f.rep.Problems, Problem{What: "schema", From: "store", Err: fmt.Sprintf("append-only triggers: %d of 5 present", n)})
 	}
 }

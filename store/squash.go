@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/layerfs/layerfs/object"
 )
@@ -53,7 +54,11 @@ func (t *RefTx) squash(from, to int64) (LayerRef, error) {
 	if _, err = t.tx.ExecContext(t.ctx, `UPDATE manifest SET layer = ? WHERE seq = ?`, id[:], to); err != nil {
 		return LayerRef{}, err
 	}
-	return LayerRef{Seq: to, ID: id, Commit: l.Commit}, nil
+	var created int64
+	if err := t.tx.QueryRowContext(t.ctx, `SELECT created FROM manifest WHERE seq = ?`, to).Scan(&created); err != nil {
+		return LayerRef{}, err
+	}
+	return LayerRef{Seq: to, ID: id, Commit: l.Commit, Created: time.Unix(0, created)}, nil
 }
 
 type layerRow struct {
