@@ -42,7 +42,8 @@ type scan struct {
 // metadata, leaving out the Store at storePath if dir holds it. It reads
 // no file contents.
 func scanTree(dir, storePath string) (*scan, error) {
-	fi, err := os.Lstat(dir)
+	fi, err := os.Stat(dir) // a symlink to the tree is followed; none below it
+
 	if err != nil {
 		return nil, err
 	}

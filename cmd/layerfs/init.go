@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -45,6 +46,8 @@ func runInit(c *cli, args []string) error {
 	} else if !fi.IsDir() {
 		return fmt.Errorf("%w: %s is not a directory", errUsage, args[0])
 	}
+	_, statErr := os.Stat(c.storePath)
+	made := errors.Is(statErr, os.ErrNotExist) // by this init: removed if it fails
 	st, err := c.open(true)
 	if err != nil {
 		return err
@@ -55,6 +58,13 @@ func runInit(c *cli, args []string) error {
 	}
 	res, err := st.Init(args[0], opts)
 	if err != nil {
+		if made {
+			st.Close()
+			c.st = nil
+			for _, suffix := range []string{"", "-wal", "-shm"} {
+				os.Remove(c.storePath + suffix)
+			}
+		}
 		return err
 	}
 	for _, p := range res.Excluded {

@@ -276,3 +276,21 @@ func TestCLIHelpOfACommandAndVersion(t *testing.T) {
 		t.Errorf("--version: exit %d %q", code, out)
 	}
 }
+
+// TestCLIInitThroughASymlink: a symlink to the tree is followed (none
+// below it is); init had refused it after making an empty Store.
+func TestCLIInitThroughASymlink(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(testTree(t), link); err != nil {
+		t.Fatal(err)
+	}
+	store := filepath.Join(dir, "s.layerfs")
+	mustRun(t, "init", "--store", store, link)
+	if got := mustRun(t, "cat", "--store", store, "main:README"); got != "hi\n" {
+		t.Errorf("README through the symlinked tree: %q", got)
+	}
+	if got := mustRun(t, "ls", "--store", store, "main"); !strings.Contains(got, "link -> README") {
+		t.Errorf("the symlink inside the tree must stay one:\n%s", got)
+	}
+}
