@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io/fs"
 	"time"
 )
 
@@ -39,7 +38,7 @@ func runFSStat(c *cli, args []string) error {
 	if fi.Target != "" {
 		name += " -> " + fi.Target
 	}
-	fmt.Fprintf(c.out, "%s %s %s %d:%d %s %s %s\n", fi.Kind, fs.FileMode(fi.Mode&0o777), fmtSize(&fi), fi.UID, fi.GID,
+	fmt.Fprintf(c.out, "%s %s %s %d:%d %s %s %s\n", fi.Kind, lsMode(fi.Type, fi.Mode), fmtSize(&fi), fi.UID, fi.GID,
 		fi.MTime.UTC().Format(time.RFC3339), fi.ID.Short(), name)
 	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io/fs"
 	"text/tabwriter"
 	"time"
 
@@ -97,7 +96,7 @@ func printEntries(c *cli, entries []store.Entry) error {
 			fmt.Fprintln(c.out, name)
 			continue
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t %s\t %s\t %s\n", fs.FileMode(e.FileMode()), e.UID, e.GID, e.Size,
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t %s\t %s\t %s\n", lsMode(e.Type, e.Mode), e.UID, e.GID, e.Size,
 			time.Unix(0, e.MTime).Format("2006-01-02 15:04"), e.ID.Short(), name)
 	}
 	return w.Flush()

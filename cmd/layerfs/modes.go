@@ -1,0 +1,35 @@
+package main
+
+import "github.com/layerfs/layerfs/store"
+
+// lsMode renders an entry's type and mode as ls -l does: "drwxr-x---",
+// "lrwxrwxrwx", "-rwsr-xr-x" (setuid), "drwxrwxrwt" (sticky).
+func lsMode(t store.EntryType, mode uint32) string {
+	b := []byte("----------")
+	switch t {
+	case store.TypeDir:
+		b[0] = 'd'
+	case store.TypeSymlink:
+		b[0] = 'l'
+	}
+	for i, c := range "rwxrwxrwx" {
+		if mode&(1<<(8-i)) != 0 {
+			b[1+i] = byte(c)
+		}
+	}
+	// setuid, setgid and sticky show in the x places: lower case with x.
+	for _, s := range []struct {
+		bit uint32
+		at  int
+		c   byte
+	}{{0o4000, 3, 's'}, {0o2000, 6, 's'}, {0o1000, 9, 't'}} {
+		if mode&s.bit != 0 {
+			if b[s.at] == 'x' {
+				b[s.at] = s.c
+			} else {
+				b[s.at] = s.c - 'a' + 'A'
+			}
+		}
+	}
+	return string(b)
+}
