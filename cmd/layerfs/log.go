@@ -139,11 +139,11 @@ func toChangeJSON(ds []publish.PathDiff) []changeJSON {
 }
 
 func printLogEntry(c *cli, e *logJSON) {
-	fmt.Fprintf(c.out, "%s  %s  %-28s %s\n", e.Commit[:12], e.Time.Format(time.RFC3339), e.Origin, e.Message)
+	fmt.Fprintf(c.out, "%s  %s  %-28s %s\n", e.Commit[:12], e.Time.Format(time.RFC3339), e.Origin, firstLine(e.Message))
 	switch {
 	case logFlags.nameStatus:
 		for _, ch := range e.Changes {
-			fmt.Fprintf(c.out, "    %s\t%s\n", kindLetter(ch.Kind), ch.Path)
+			fmt.Fprintf(c.out, "    %s\t%s\n", kindLetter(ch.Kind), quoteName(ch.Path))
 		}
 	case logFlags.stat:
 		printStat(c, "    ", e.Changes)
@@ -164,7 +164,7 @@ func printStat(c *cli, indent string, changes []changeJSON) {
 	}
 	counts := map[string]int{}
 	for _, ch := range changes {
-		fmt.Fprintf(c.out, "%s%-*s  %s\n", indent, width, ch.Kind, ch.Path)
+		fmt.Fprintf(c.out, "%s%-*s  %s\n", indent, width, ch.Kind, quoteName(ch.Path))
 		counts[ch.Kind]++
 	}
 	var parts []string

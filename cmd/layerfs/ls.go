@@ -85,12 +85,12 @@ func printEntries(c *cli, entries []store.Entry) error {
 	w := tabwriter.NewWriter(c.out, 0, 4, 1, ' ', tabwriter.AlignRight)
 	for i := range entries {
 		e := &entries[i]
-		name := e.Name
+		name := quoteName(e.Name)
 		if e.Type == store.TypeDir {
 			name += "/"
 		}
 		if e.Type == store.TypeSymlink {
-			name += " -> " + e.Target
+			name += " -> " + quoteName(e.Target)
 		}
 		if !lsFlags.long {
 			fmt.Fprintln(c.out, name)
