@@ -39,6 +39,9 @@ func runBranch(c *cli, args []string) error {
 	s := st.Backend()
 	switch args[0] {
 	case "list", "ls":
+		if err := c.want(args, 1, 1); err != nil {
+			return err
+		}
 		return branchList(c)
 	case "fork":
 		if err := c.want(args, 3, 3); err != nil {
@@ -57,7 +60,14 @@ func runBranch(c *cli, args []string) error {
 		if err := c.want(args, 2, 2); err != nil {
 			return err
 		}
-		return s.DeleteBranch(args[1])
+		if err := s.DeleteBranch(args[1]); err != nil {
+			return err
+		}
+		if c.json {
+			return c.printJSON(map[string]string{"deleted": args[1]})
+		}
+		fmt.Fprintf(c.out, "deleted branch %s\n", args[1])
+		return nil
 	}
 	return fmt.Errorf("%w: unknown branch subcommand %q: want list, fork or delete", errUsage, args[0])
 }

@@ -47,6 +47,7 @@ func (c *cli) jsonFlag() { c.fs.BoolVar(&c.json, "json", false, "print JSON for 
 // everything after "--" is positional.
 func (c *cli) parse(args []string) ([]string, error) {
 	var pos []string
+	args = shortNumbers(args)
 	for {
 		if len(args) > 0 && args[0] == "--" {
 			return append(pos, args[1:]...), nil
@@ -68,6 +69,22 @@ func (c *cli) parse(args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// shortNumbers spells -n5 as -n 5, as git and head take it.
+func shortNumbers(args []string) []string {
+	var out []string
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if len(a) > 2 && strings.HasPrefix(a, "-n") && strings.Trim(a[2:], "0123456789") == "" {
+			out = append(out, "-n", a[2:])
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 func (c *cli) usage(w io.Writer) {

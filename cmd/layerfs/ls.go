@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -55,6 +56,7 @@ func runLs(c *cli, args []string) error {
 	}
 	s := st.Backend()
 	ref, path := splitRefPath(args[0])
+	path = strings.TrimSuffix(path, "/") // main:src/ lists src, as ls does
 	root, _, err := s.CommitRoot(ref)
 	if err != nil {
 		return err

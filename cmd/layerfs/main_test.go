@@ -294,3 +294,24 @@ func TestCLIInitThroughASymlink(t *testing.T) {
 		t.Errorf("the symlink inside the tree must stay one:\n%s", got)
 	}
 }
+
+// TestCLISmallThings: -n1, a trailing slash on ls, branch delete says so,
+// branch list takes no more arguments.
+func TestCLISmallThings(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.layerfs")
+	mustRun(t, "init", "--store", store, testTree(t))
+	t.Setenv("LAYERFS_STORE", store)
+	if out := mustRun(t, "log", "-n1", "main"); strings.Count(out, "\n") != 1 {
+		t.Errorf("log -n1:\n%s", out)
+	}
+	if out := mustRun(t, "ls", "main:src/"); out != "pkg/\n" {
+		t.Errorf("ls main:src/: %q", out)
+	}
+	mustRun(t, "branch", "fork", "x", "main")
+	if out := mustRun(t, "branch", "delete", "x"); out != "deleted branch x\n" {
+		t.Errorf("branch delete: %q", out)
+	}
+	if code, _, _ := runCLI(t, "branch", "list", "extra"); code != exitUsage {
+		t.Errorf("branch list extra: exit %d", code)
+	}
+}

@@ -24,7 +24,8 @@ func init() {
 layer or a commit — read-only at MOUNTPOINT, and returns once the mount is
 ready; a background server keeps serving it until layerfs umount. With
 --all-commits, MOUNTPOINT/<commit-id>/ is any Commit's tree and
-MOUNTPOINT/branches/<name> links to a branch's head (see fusefs).
+MOUNTPOINT/branches/<name> is a symlink to a branch's head, following it
+as it moves (checked at most every branch_timeout).
 
 A stale mount left at MOUNTPOINT by a server that died is cleaned first.
 With --foreground the server runs in this process and unmounts on SIGINT

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/layerfs/layerfs/fusefs"
 	"github.com/layerfs/layerfs/store"
@@ -32,7 +33,11 @@ func runUmount(c *cli, args []string) error {
 	if err := c.want(args, 1, 1); err != nil {
 		return err
 	}
-	err := fusefs.Unmount(args[0], umountFlags.lazy)
+	mnt := args[0]
+	if real, err := filepath.EvalSymlinks(mnt); err == nil {
+		mnt = real // the mount point, as the mount table names it
+	}
+	err := fusefs.Unmount(mnt, umountFlags.lazy)
 	if errors.Is(err, fusefs.ErrNotMounted) {
 		return fmt.Errorf("%w: %w", store.ErrNotFound, err)
 	}
