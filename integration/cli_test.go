@@ -43,3 +43,52 @@ func TestStoreOnOverlayIsUnsupported(t *testing.T) {
 		t.Fatalf("init on overlayfs: %v %s; want exit 6 naming overlayfs", err, out)
 	}
 }
+
+// TestStoreReadOnlyToTheUser: a user who may read a Store's file but not
+// write it (nor its directory) can read the Store; a write says why it
+// cannot. Before, every command failed with SQLite's "attempt to write a
+// readonly database".
+func TestStoreReadOnlyToTheUser(t *testing.T) {
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil || os.Geteuid() != 0 {
+		if os.Getenv("LAYERFS_REQUIRE_ROOT") == "1" {
+			t.Fatalf("LAYERFS_REQUIRE_ROOT=1 but no setpriv or not root: %v", err)
+		}
+		t.Skip("needs root and setpriv (util-linux)")
+	}
+	src := t.TempDir()
+	writeTree(t, src, map[string]string{"a.txt": "a\n"})
+	dir := filepath.Join(t.TempDir(), "stores")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Others may enter the directories above it (t.TempDir's are 0700),
+	// up to the system's temporary directory, left as it is.
+	for d := filepath.Dir(dir); d != "/" && d != "/tmp" && d != "/var/tmp"; d = filepath.Dir(d) {
+		if fi, err := os.Stat(d); err == nil {
+			os.Chmod(d, fi.Mode().Perm()|0o005)
+		}
+	}
+	store := filepath.Join(dir, "s.layerfs")
+	runLayerfs(t, "init", "--quiet", "--store", store, src)
+	as := func(args ...string) (string, string, error) {
+		cmd := exec.Command(setpriv, append([]string{"--reuid", "65534", "--regid", "65534", "--clear-groups", layerfsBin}, args...)...)
+		cmd.Stdin = strings.NewReader("x\n")
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return out.String(), errb.String(), err
+	}
+	if bin, err := os.Stat(layerfsBin); err == nil && bin.Mode().Perm()&0o005 != 0o005 {
+		t.Skipf("%s is not executable by others", layerfsBin)
+	}
+	if out, errs, err := as("cat", "--store", store, "main:a.txt"); err != nil || out != "a\n" {
+		t.Errorf("cat as another user: %q %q %v", out, errs, err)
+	}
+	if _, errs, err := as("fs", "write", "--store", store, "b.txt"); err == nil || !strings.Contains(errs, "you may not write") {
+		t.Errorf("a write as another user: %q %v", errs, err)
+	}
+	if got := runLayerfs(t, "cat", "--store", store, "main:a.txt"); got != "a\n" {
+		t.Errorf("the owner reads %q", got)
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	_ "modernc.org/sqlite" // the pure-Go SQLite driver
 )
 
@@ -70,17 +72,19 @@ type Options struct {
 
 // Store is an open Store file. It is safe for concurrent use.
 type Store struct {
-	path   string
-	opts   Options
-	w      *sql.DB // the one writer connection: BEGIN IMMEDIATE transactions
-	r      *sql.DB // readers: never wait for the writer (WAL)
-	codec  *codec
-	meta   map[string]string
-	stmts  readStmts
-	raw    rawPool       // connections for GetManyInto
-	ckpt   *checkpointer // nil when read-only
-	wstmts writeStmts
-	trees  cache[*Tree]
+	immutable    bool // read-only, without a shared-memory file (open)
+	readOnlyToUs bool // read-only because the file is not ours to write
+	path         string
+	opts         Options
+	w            *sql.DB // the one writer connection: BEGIN IMMEDIATE transactions
+	r            *sql.DB // readers: never wait for the writer (WAL)
+	codec        *codec
+	meta         map[string]string
+	stmts        readStmts
+	raw          rawPool       // connections for GetManyInto
+	ckpt         *checkpointer // nil when read-only
+	wstmts       writeStmts
+	trees        cache[*Tree]
 	// treeLayouts says how large directories are cut, so a new version
 	// encodes and stages only the nodes it does not share.
 	treeLayouts cache[*treeLayout]
@@ -113,7 +117,21 @@ func open(path string, opts Options) (*Store, error) {
 	if err := checkPath(path, opts); err != nil {
 		return nil, err
 	}
-	s := &Store{path: path, opts: opts}
+	immutable, readOnlyToUs := false, false
+	if !opts.Create && !opts.ReadOnly && unix.Access(path, unix.W_OK) != nil {
+		// Not ours to write (another user's Store, a read-only mount):
+		// read it. Without the right to make its shared-memory file
+		// either, SQLite can read it only as immutable — which sees
+		// nothing of a WAL, so only when the WAL is empty.
+		opts.ReadOnly, readOnlyToUs = true, true
+		if unix.Access(filepath.Dir(path), unix.W_OK) != nil && unix.Access(path+"-shm", unix.R_OK|unix.W_OK) != nil {
+			if !emptyOrMissing(path + "-wal") {
+				return nil, fmt.Errorf("%w: it is read-only to you and holds changes not yet checkpointed, which SQLite cannot read without writing; open it once as its owner", ErrReadOnly)
+			}
+			immutable = true
+		}
+	}
+	s := &Store{path: path, opts: opts, immutable: immutable, readOnlyToUs: readOnlyToUs}
 	s.trees.max, s.commits.max, s.treeLayouts.max, s.treeNodes.max = treeCacheMax, commitCacheMax, treeCacheMax, treeNodeCacheMax
 	s.extents.max = extentCacheMax
 	var err error
@@ -190,6 +208,15 @@ func (s *Store) dsn(writer bool) string {
 	} else {
 		q.Add("_pragma", "cache_size(-32768)")
 		q.Add("_pragma", "query_only(1)")
+	}
+	if s.opts.ReadOnly {
+		q.Del("_pragma")
+		q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", s.opts.BusyTimeout.Milliseconds()))
+		q.Add("_pragma", "query_only(1)")
+		q.Set("mode", "ro")
+		if s.immutable {
+			q.Set("immutable", "1")
+		}
 	}
 	return "file:" + uriPath.Replace(s.path) + "?" + q.Encode()
 }
@@ -335,6 +362,9 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) writable() error {
+	if s.w == nil && s.readOnlyToUs {
+		return fmt.Errorf("%w: you may not write %s", ErrReadOnly, s.path)
+	}
 	if s.w == nil {
 		return ErrReadOnly
 	}
