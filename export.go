@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -53,7 +54,7 @@ func (st *Store) Export(ref, dir string, opts ExportOptions) (*ExportResult, err
 	x := newExporter(st.s, opts.Workers)
 	if e.Type == store.TypeDir {
 		x.dir(e.ID, dir)
-		if opts.Path != "" {
+		if p := path.Clean("/" + opts.Path); p != "/" {
 			// A directory's own mode, times and owner, as its
 			// children have theirs (a commit's root has none stored).
 			x.dirs = append(x.dirs, dirMeta{e, dir})

@@ -154,6 +154,35 @@ func TestBlameAtAnOlderRef(t *testing.T) {
 	}
 }
 
+// TestBlameSameContentOnAnotherBranch: another branch writes a file back
+// to what init left; main, which never changed it, then commits
+// something else. Main's blame still says original: the other branch's
+// row is newer than nothing main holds, but it is not in main's history.
+func TestBlameSameContentOnAnotherBranch(t *testing.T) {
+	st, f := newProject(t)
+	if _, err := st.Fork("scratch", "main"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := st.FS("scratch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, publish.Committed)(s.Write("README.md", []byte("x\n"), Call{ID: "x"}))
+	expect(t, publish.Committed)(s.Write("README.md", []byte("# hello\n"), Call{ID: "later"}))
+	expect(t, publish.Committed)(f.Write("other.txt", []byte("o\n"), Call{ID: "m"}))
+	if got := strings.Join(ownersOf(t, st, "main", "README.md"), ","); got != "original" {
+		t.Errorf("blame at main: %s", got)
+	}
+	if got := strings.Join(ownersOf(t, st, "scratch", "README.md"), ","); got != "operation:later" {
+		t.Errorf("blame at scratch: %s", got)
+	}
+	// Main's next edit keeps the right owners.
+	expect(t, publish.Committed)(f.Write("README.md", []byte("# hello\nmore\n"), Call{ID: "m2"}))
+	if got := strings.Join(ownersOf(t, st, "main", "README.md"), ","); got != "original,operation:m2" {
+		t.Errorf("blame at main after an edit: %s", got)
+	}
+}
+
 func TestBlameMovesAndBinary(t *testing.T) {
 	st, f := newProject(t)
 	expect(t, publish.Committed)(f.Edit("src/a/b/c.go", "package c", "package c // edited", false, Call{ID: "ed"}))

@@ -193,6 +193,15 @@ func TestExportSubtreeAndFork(t *testing.T) {
 	if err != nil || uint32(fi.Mode().Perm()) != e.Mode&0o777 || fi.ModTime().UnixNano() != e.MTime {
 		t.Errorf("the subtree's root: %v %v, want mode %o mtime %d", fi.Mode(), fi.ModTime().UnixNano(), e.Mode, e.MTime)
 	}
+	// "." is the commit's root, which has no metadata stored: the target
+	// keeps its own (not 1970's).
+	whole := filepath.Join(t.TempDir(), "whole")
+	if _, err := st.Export("agent-1", whole, ExportOptions{Path: "."}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(whole); err != nil || time.Since(fi.ModTime()) > time.Hour {
+		t.Errorf("export of '.': the target's mtime is %v (%v)", fi.ModTime(), err)
+	}
 }
 
 func TestCorruptChunkIsReported(t *testing.T) {

@@ -133,47 +133,41 @@ func ownershipOf(s *store.Store, rd versionReader, path string, e *store.Entry, 
 }
 
 // rowAt picks, of the ownerships recorded for a version (newest first),
-// the one that holds in the history of Commit at: recorded by at or a
-// Commit before it. The same content written later — on another branch,
-// say — must not rename the owners of what an older Commit holds. A row
-// whose Commit is newer than at cannot be one of its ancestors; of
-// several older ones, the newest found among at's last maxRowWalk
-// ancestors wins, else the newest. With at unknown, the newest.
-func rowAt(s *store.Store, rows []store.OwnerRow, at object.ID) (store.OwnerRow, bool, error) {
+// the one that holds in the history of Commit at: the row of the nearest
+// Commit, at or behind at, that recorded one. The same content written
+// elsewhere — on another branch, or back to what init left — must not
+// rename the owners of what at holds. The usual case costs nothing more:
+// one row, and no init content like it, is the one. Otherwise at's
+// ancestors are walked (at most maxRowWalk), nearest first; if none of
+// theirs is found, ok is false where init left the content (the caller
+// says original), else the newest row no newer than at stands.
+func rowAt(s *store.Store, rows []store.OwnerRow, at object.ID, path string, content object.ID) (store.OwnerRow, bool, error) {
 	if len(rows) == 0 {
 		return store.OwnerRow{}, false, nil
 	}
 	if at.IsZero() {
 		return rows[0], true, nil
 	}
-	ac, err := s.Commit(at)
+	fromInitTree, err := fromInit(s, path, content)
 	if err != nil {
 		return store.OwnerRow{}, false, err
 	}
-	var older []store.OwnerRow
-	for _, r := range rows {
-		if r.Commit == at {
-			return r, true, nil
-		}
-		c, err := s.Commit(r.Commit)
-		if err != nil {
-			return store.OwnerRow{}, false, err
-		}
-		if c.Time <= ac.Time {
-			older = append(older, r)
-		}
+	if len(rows) == 1 && !fromInitTree {
+		return rows[0], true, nil
 	}
-	switch len(older) {
-	case 0:
-		return store.OwnerRow{}, false, nil
-	case 1:
-		return older[0], true, nil
+	byCommit := make(map[object.ID]int, len(rows))
+	for i := len(rows) - 1; i >= 0; i-- {
+		byCommit[rows[i].Commit] = i // the newest row of a Commit
 	}
 	seen := map[object.ID]bool{at: true}
 	queue := []object.ID{at}
 	for n := 0; len(queue) > 0 && n < maxRowWalk; n++ {
-		c, err := s.Commit(queue[0])
+		id := queue[0]
 		queue = queue[1:]
+		if i, ok := byCommit[id]; ok {
+			return rows[i], true, nil
+		}
+		c, err := s.Commit(id)
 		if err != nil {
 			return store.OwnerRow{}, false, err
 		}
@@ -184,12 +178,20 @@ func rowAt(s *store.Store, rows []store.OwnerRow, at object.ID) (store.OwnerRow,
 			}
 		}
 	}
-	for _, r := range older {
-		if seen[r.Commit] {
+	if fromInitTree || len(queue) == 0 {
+		return store.OwnerRow{}, false, nil // none of them is in at's history
+	}
+	// The walk ran out: a guess by time, the newest row no newer than at.
+	ac, err := s.Commit(at)
+	if err != nil {
+		return store.OwnerRow{}, false, err
+	}
+	for _, r := range rows {
+		if c, err := s.Commit(r.Commit); err == nil && c.Time <= ac.Time {
 			return r, true, nil
 		}
 	}
-	return older[0], true, nil
+	return store.OwnerRow{}, false, nil
 }
 
 // maxRowWalk bounds the Commits rowAt reads to tell which of several rows
@@ -205,7 +207,7 @@ func ownershipWalk(s *store.Store, rd versionReader, path string, e *store.Entry
 	if err != nil {
 		return store.Ownership{}, err
 	}
-	if row, ok, err := rowAt(s, rows, at); err != nil || ok {
+	if row, ok, err := rowAt(s, rows, at, path, e.ID); err != nil || ok {
 		return row.Own, err
 	}
 	if orig, err := fromInit(s, path, e.ID); err != nil {

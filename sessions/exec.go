@@ -203,7 +203,7 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 		}
 		cmd = newCmd(cgroup)
 		err := cmd.Start()
-		if err != nil && cgroup >= 0 {
+		if err != nil && cgroup >= 0 && cgroupRefusal(err) {
 			// Perhaps the kernel would not start it in the cgroup (one
 			// with controllers and processes of its own, say). If it
 			// starts without, so do the next ones; if not, the error
@@ -236,6 +236,22 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 	go stdout.copy(out.writer("stdout"))
 	go stderr.copy(out.writer("stderr"))
 	return cmd, []*outPipe{stdout, stderr}, nil
+}
+
+// cgroupRefusal reports whether a start's error is one the kernel gives
+// for a cgroup it will not start a process in (one with controllers and
+// processes of its own, one being removed, no clone3), rather than the
+// command's own, or a passing one (EAGAIN, ETXTBSY).
+func cgroupRefusal(err error) bool {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return false
+	}
+	switch errno {
+	case syscall.EBUSY, syscall.EOPNOTSUPP, syscall.ENOSYS, syscall.ENODEV, syscall.EPERM, syscall.EINVAL, syscall.ENOENT, syscall.EACCES:
+		return true // EACCES and ENOENT may be the command's: then the retry fails too
+	}
+	return false
 }
 
 // stdinOf is the request's stdin: nil for none.

@@ -27,6 +27,9 @@ type reaper struct {
 	cg    *cgroups
 	cgs   map[uint64]*cgroup
 	cgOff bool
+	// outside marks namespaces where a command started outside their
+	// cgroup (the fd could not be copied): counted by /proc too.
+	outside map[uint64]bool
 }
 
 // track records that a command runs in mount namespace ns, and returns
@@ -36,7 +39,7 @@ func (r *reaper) track(ns uint64) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ns == nil {
-		r.ns = map[uint64]bool{}
+		r.ns, r.outside = map[uint64]bool{}, map[uint64]bool{}
 	}
 	r.ns[ns] = true
 	if r.cg == nil || r.cgOff {
@@ -56,6 +59,7 @@ func (r *reaper) track(ns uint64) int {
 	// A copy: killAll may close c.fd while the command starts.
 	fd, err := unix.FcntlInt(uintptr(c.fd), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
+		r.outside[ns] = true // started outside the cgroup: running scans /proc
 		return -1
 	}
 	return fd
@@ -72,6 +76,7 @@ func (r *reaper) noCgroups() {
 // nil if it has none. Commands started in ns later get a new one. The
 // caller has the lock.
 func (r *reaper) forget(ns uint64) *cgroup {
+	delete(r.outside, ns)
 	c := r.cgs[ns]
 	if c != nil {
 		unix.Close(c.fd)
@@ -265,7 +270,7 @@ func (r *reaper) running(ns uint64) int {
 	r.mu.Lock()
 	tracked := r.ns[ns]
 	c := r.cgs[ns]
-	off := r.cgOff
+	off := r.cgOff || r.outside[ns]
 	r.mu.Unlock()
 	if !tracked {
 		return 0
@@ -286,6 +291,7 @@ func (r *reaper) running(ns uint64) int {
 	if n == 0 {
 		r.mu.Lock()
 		delete(r.ns, ns)
+		delete(r.outside, ns)
 		r.mu.Unlock()
 	}
 	return n

@@ -47,7 +47,9 @@ func (c *cli) jsonFlag() { c.fs.BoolVar(&c.json, "json", false, "print JSON for 
 // everything after "--" is positional.
 func (c *cli) parse(args []string) ([]string, error) {
 	var pos []string
-	args = shortNumbers(args)
+	if c.fs.Lookup("n") != nil {
+		args = c.shortNumbers(args)
+	}
 	for {
 		if len(args) > 0 && args[0] == "--" {
 			return append(pos, args[1:]...), nil
@@ -71,20 +73,34 @@ func (c *cli) parse(args []string) ([]string, error) {
 	}
 }
 
-// shortNumbers spells -n5 as -n 5, as git and head take it.
-func shortNumbers(args []string) []string {
+// shortNumbers spells -n5 as -n 5, as git and head take it; not where
+// it is the value of the flag before it (--old -n5).
+func (c *cli) shortNumbers(args []string) []string {
 	var out []string
 	for i, a := range args {
 		if a == "--" {
 			return append(out, args[i:]...)
 		}
-		if len(a) > 2 && strings.HasPrefix(a, "-n") && strings.Trim(a[2:], "0123456789") == "" {
+		if len(a) > 2 && strings.HasPrefix(a, "-n") && strings.Trim(a[2:], "0123456789") == "" && !c.takesValue(args, i) {
 			out = append(out, "-n", a[2:])
 			continue
 		}
 		out = append(out, a)
 	}
 	return out
+}
+
+// takesValue reports whether args[i] is the value of the flag before it.
+func (c *cli) takesValue(args []string, i int) bool {
+	if i == 0 || !strings.HasPrefix(args[i-1], "-") || strings.Contains(args[i-1], "=") {
+		return false
+	}
+	f := c.fs.Lookup(strings.TrimLeft(args[i-1], "-"))
+	if f == nil {
+		return false
+	}
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return !ok || !b.IsBoolFlag()
 }
 
 func (c *cli) usage(w io.Writer) {

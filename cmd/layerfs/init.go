@@ -46,7 +46,7 @@ func runInit(c *cli, args []string) error {
 	} else if !fi.IsDir() {
 		return fmt.Errorf("%w: %s is not a directory", errUsage, args[0])
 	}
-	_, statErr := os.Stat(c.storePath)
+	_, statErr := os.Lstat(c.storePath)
 	made := errors.Is(statErr, os.ErrNotExist) // by this init: removed if it fails
 	st, err := c.open(true)
 	if err != nil {

@@ -33,11 +33,14 @@ func runUmount(c *cli, args []string) error {
 	if err := c.want(args, 1, 1); err != nil {
 		return err
 	}
-	mnt := args[0]
-	if real, err := filepath.EvalSymlinks(mnt); err == nil {
-		mnt = real // the mount point, as the mount table names it
+	err := fusefs.Unmount(args[0], umountFlags.lazy)
+	if errors.Is(err, fusefs.ErrNotMounted) {
+		// Perhaps a symlink to the mount point. Resolved only now: a
+		// stat of a mount point asks its server, which may be stuck.
+		if real, rerr := filepath.EvalSymlinks(args[0]); rerr == nil && real != args[0] {
+			err = fusefs.Unmount(real, umountFlags.lazy)
+		}
 	}
-	err := fusefs.Unmount(mnt, umountFlags.lazy)
 	if errors.Is(err, fusefs.ErrNotMounted) {
 		return fmt.Errorf("%w: %w", store.ErrNotFound, err)
 	}
