@@ -1,6 +1,7 @@
 package layerfs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -195,7 +196,10 @@ func (x *exporter) writeFile(e *store.Entry, path string) error {
 		return err
 	}
 	r := extents.NewReader(x.s, extents.File{ID: e.ID, Size: e.Size})
-	_, err = io.Copy(f, io.NewSectionReader(r, 0, e.Size))
+	_, err = io.Copy(&sparseWriter{f: f}, io.NewSectionReader(r, 0, e.Size))
+	if err == nil {
+		err = f.Truncate(e.Size) // the size, holes at the end included
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -235,3 +239,49 @@ func (x *exporter) finish() error {
 	}
 	return x.err
 }
+
+// holeBlock is the unit sparseWriter leaves out when it is all zeros.
+const holeBlock = 4096
+
+// sparseWriter writes a file from its start, leaving whole blocks of
+// zeros as holes, so that a sparse file exports sparse (a 30 MiB file of
+// mostly zeros had taken 30 MiB). The caller truncates the file to its
+// size at the end. Non-zero runs go out in one write each.
+type sparseWriter struct {
+	f   *os.File
+	off int64
+}
+
+func (w *sparseWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	start := 0 // of the run not yet written
+	for i := 0; i < len(p); {
+		// The block holding file offset off+i, cut by p's end.
+		end := min(len(p), i+int(holeBlock-(w.off+int64(i))%holeBlock))
+		if end-i == holeBlock && allZero(p[i:end]) {
+			if err := w.flush(p[start:i], start); err != nil {
+				return 0, err
+			}
+			start = end
+		}
+		i = end
+	}
+	if err := w.flush(p[start:], start); err != nil {
+		return 0, err
+	}
+	w.off += int64(n)
+	return n, nil
+}
+
+// flush writes run, which starts at p[at].
+func (w *sparseWriter) flush(run []byte, at int) error {
+	if len(run) == 0 {
+		return nil
+	}
+	_, err := w.f.WriteAt(run, w.off+int64(at))
+	return err
+}
+
+var zeroBlock [holeBlock]byte
+
+func allZero(b []byte) bool { return bytes.Equal(b, zeroBlock[:len(b)]) }

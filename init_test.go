@@ -239,3 +239,39 @@ func TestCorruptChunkIsReported(t *testing.T) {
 		t.Errorf("other files must stay readable: %v", err)
 	}
 }
+
+// TestExportSparse: blocks of zeros export as holes; the bytes are the
+// same.
+func TestExportSparse(t *testing.T) {
+	st, _ := newTestStore(t)
+	if _, err := st.Init(sampleTree(t), InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := st.FS("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 8<<20)
+	copy(data, "head")
+	copy(data[5<<20+123:], "middle")
+	data[len(data)-1] = 'z'
+	if _, err := f.Write("sparse.bin", data); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if _, err := st.Export("main", out, ExportOptions{Path: "sparse.bin"}); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(out, "sparse.bin")
+	got, err := os.ReadFile(p)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("exported bytes differ (%d of %d) %v", len(got), len(data), err)
+	}
+	var stat syscall.Stat_t
+	if err := syscall.Stat(p, &stat); err != nil {
+		t.Fatal(err)
+	}
+	if used := stat.Blocks * 512; used > 1<<20 {
+		t.Errorf("an 8 MiB file of nearly all zeros takes %d bytes on disk", used)
+	}
+}
