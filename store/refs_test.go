@@ -136,7 +136,7 @@ func TestBranchNamesDoNotNest(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		ok   bool
-	}{{"team/alice", true}, {"team", false}, {"team/alice/x", false}, {"team-b", true}, {"teams", true}, {"main/x", false}, {"team/bob", true}} {
+	}{{"team/alice", true}, {"team", false}, {"team/alice/x", false}, {"team-b", true}, {"teams", true}, {"main/x", false}, {"team/bob", true}, {"face", true}} {
 		_, err := s.Fork(c.name, "main")
 		if c.ok && err != nil {
 			t.Errorf("fork %s: %v", c.name, err)
@@ -144,6 +144,10 @@ func TestBranchNamesDoNotNest(t *testing.T) {
 		if !c.ok && (!errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "in the way")) {
 			t.Errorf("fork %s: %v, want a clash", c.name, err)
 		}
+	}
+	// A name that is the start of a commit's id would hide that commit.
+	if _, err := s.Fork(c1.String()[:6], "main"); !errors.Is(err, ErrBadName) || !strings.Contains(err.Error(), "would hide") {
+		t.Errorf("fork %s: %v, want it refused", c1.String()[:6], err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/layerfs/layerfs/object"
@@ -142,6 +143,13 @@ func (s *Store) HeadForWrite(branch string) (object.ID, error) {
 func (t *RefTx) CreateBranch(name string, head object.ID, start string) error {
 	if err := CheckBranchName(name); err != nil {
 		return err
+	}
+	if hexRef.MatchString(name) {
+		// Refs resolve to a branch first: it would hide the commits
+		// and layers whose ids start so.
+		if matches, err := t.s.findPrefix(t.ctx, strings.ToLower(name)); err == nil && len(matches) > 0 {
+			return fmt.Errorf("branch name %q: it would hide %s %s, whose id starts so: %w", name, matches[0].kind, matches[0].id.Short(), ErrBadName)
+		}
 	}
 	// As in git, "team" and "team/alice" cannot both be branches: a
 	// mount's branches/ directory shows each as a path.
