@@ -67,7 +67,7 @@ func runLog(c *cli, args []string) error {
 	}
 	changes := logFlags.stat || logFlags.nameStatus
 	entries, err := history(st, args[0], logFlags.max, changes)
-	if err != nil {
+	if err != nil && (c.json || len(entries) == 0) {
 		return err
 	}
 	if c.json {
@@ -75,6 +75,9 @@ func runLog(c *cli, args []string) error {
 	}
 	for i := range entries {
 		printLogEntry(c, &entries[i])
+	}
+	if err != nil { // what could be read, then why the rest could not
+		return fmt.Errorf("history stops after %d commits: %w", len(entries), err)
 	}
 	return nil
 }
@@ -93,7 +96,7 @@ func history(st *layerfs.Store, ref string, max int, changes bool) ([]logJSON, e
 	for id := r.Commit; !id.IsZero() && (max <= 0 || len(out) < max); {
 		cm, err := s.Commit(id)
 		if err != nil {
-			return nil, err
+			return out, err // the commits before it stand
 		}
 		out = append(out, logJSON{Commit: id.String(), Parents: idStrings(cm.Parents), Tree: cm.Tree.String(),
 			Origin: cm.Origin, Message: cm.Message, Time: cm.When().UTC()})
