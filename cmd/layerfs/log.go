@@ -77,7 +77,7 @@ func runLog(c *cli, args []string) error {
 		printLogEntry(c, &entries[i])
 	}
 	if err != nil { // what could be read, then why the rest could not
-		return fmt.Errorf("history stops after %d commits: %w", len(entries), err)
+		return fmt.Errorf("history stops after %d commit(s): %w", len(entries), err)
 	}
 	return nil
 }

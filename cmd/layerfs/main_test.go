@@ -315,3 +315,37 @@ func TestCLISmallThings(t *testing.T) {
 		t.Errorf("branch list extra: exit %d", code)
 	}
 }
+
+// TestCLILogWithAMissingAncestor: log prints what it could read, then
+// fails saying where history stops.
+func TestCLILogWithAMissingAncestor(t *testing.T) {
+	dir := t.TempDir()
+	store := filepath.Join(dir, "s.layerfs")
+	mustRun(t, "init", "--store", store, testTree(t))
+	code, _, errs := runWithStdin(t, "two\n", "fs", "write", "--store", store, "README")
+	if code != 0 {
+		t.Fatalf("fs write: %d %s", code, errs)
+	}
+	var log []struct {
+		Commit string `json:"commit"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "log", "--store", store, "--json", "main")), &log); err != nil || len(log) != 2 {
+		t.Fatalf("log --json: %v %d", err, len(log))
+	}
+	raw, _ := hex.DecodeString(log[1].Commit) // init's commit
+	db, err := sql.Open("sqlite", store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("DROP TRIGGER objects_append_only_delete"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("DELETE FROM objects WHERE id = ?", raw); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	code, out, stderr := runCLI(t, "log", "--store", store, "main")
+	if code != exitCorrupt || strings.Count(out, "\n") != 1 || !strings.Contains(out, log[0].Commit[:12]) || !strings.Contains(stderr, "stops after 1 commit(s)") {
+		t.Errorf("log with init's commit missing: exit %d\n%s%s", code, out, stderr)
+	}
+}
