@@ -54,7 +54,8 @@ func (st *Store) Log(ref string, max int) ([]LogEntry, error) {
 
 // Diff lists the paths that differ from refA to refB. Its cost follows the
 // change, not the tree.
-func (st *Store) Diff(refA, refB string) ([]publish.PathDiff, error) {
+// With paths, only changes at or below one of them are listed.
+func (st *Store) Diff(refA, refB string, paths ...string) ([]publish.PathDiff, error) {
 	a, _, err := st.s.CommitRoot(refA)
 	if err != nil {
 		return nil, err
@@ -63,13 +64,33 @@ func (st *Store) Diff(refA, refB string) ([]publish.PathDiff, error) {
 	if err != nil {
 		return nil, err
 	}
-	return publish.DiffTrees(st.s, a, b)
+	for i, p := range paths {
+		p = strings.TrimSuffix(p, "/")
+		if _, err := store.SplitPath(p); err != nil {
+			return nil, err
+		}
+		paths[i] = p
+	}
+	all, err := publish.DiffTrees(st.s, a, b)
+	if err != nil || len(paths) == 0 {
+		return all, err
+	}
+	var out []publish.PathDiff
+	for _, c := range all {
+		for _, p := range paths {
+			if p == "" || c.Path == p || strings.HasPrefix(c.Path, p+"/") {
+				out = append(out, c)
+				break
+			}
+		}
+	}
+	return out, nil
 }
 
 // DiffText renders the changes from refA to refB as unified diffs, with
 // context lines around each change; binary files are named, not shown.
-func (st *Store) DiffText(refA, refB string, context int) (string, error) {
-	changes, err := st.Diff(refA, refB)
+func (st *Store) DiffText(refA, refB string, context int, paths ...string) (string, error) {
+	changes, err := st.Diff(refA, refB, paths...)
 	if err != nil {
 		return "", err
 	}

@@ -271,6 +271,16 @@ func TestLogDiffBlameReset(t *testing.T) {
 	if got := mustRun(t, "diff", "main", "main"); got != "" {
 		t.Errorf("diff of a commit with itself: %q", got)
 	}
+	// Limited to paths, after the refs or after --.
+	if got := mustRun(t, "diff", "--stat", "main~3", "main", "src/"); got != "added     src/new.txt\n1 path changed: 1 added\n" && got != "added     src/new.txt\n1 paths changed: 1 added\n" {
+		t.Errorf("diff --stat main~3 main src/:\n%s", got)
+	}
+	if got := mustRun(t, "diff", "main~3", "main", "--", "README", "link"); strings.Contains(got, "src/new.txt") || !strings.Contains(got, "+++ b/README") {
+		t.Errorf("diff -- README link:\n%s", got)
+	}
+	if code, _, _ := runCLI(t, "diff", "main~3", "main", "../x"); code != exitUsage {
+		t.Errorf("diff with a bad path: exit %d", code)
+	}
 	if got := mustRun(t, "blame", "main:README"); got != "original      1) hi\noperation:w1  2) there\n" {
 		t.Errorf("blame:\n%s", got)
 	}
