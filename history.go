@@ -64,6 +64,7 @@ func (st *Store) Diff(refA, refB string, paths ...string) ([]publish.PathDiff, e
 	if err != nil {
 		return nil, err
 	}
+	paths = append([]string(nil), paths...) // the caller's stay as they are
 	for i, p := range paths {
 		p = strings.TrimSuffix(p, "/")
 		if _, err := store.SplitPath(p); err != nil {
