@@ -130,7 +130,7 @@ func TestSocketAPIWithCurl(t *testing.T) {
 		t.Errorf("unknown id: %+v", e)
 	}
 	decodeJSON(t, call("POST", "/workspaces", `{"path":"relative"}`, 400), &e)
-	for _, sys := range []string{"/usr", "/proc/x", "/etc"} {
+	for _, sys := range []string{"/usr", "/proc/x", "/etc", "/usr/bin", "/etc/ssl"} {
 		decodeJSON(t, call("POST", "/workspaces", `{"path":"`+sys+`"}`, 400), &e)
 		if !strings.Contains(e.Error, "would hide") {
 			t.Errorf("a Workspace at %s: %+v", sys, e)
@@ -159,7 +159,7 @@ func TestSocketAPIWithCurl(t *testing.T) {
 		t.Errorf("a parameter given twice: %+v", e)
 	}
 	for _, c := range []struct{ path, body, want string }{
-		{"/workspaces/" + a.ID + "/exec?stream=yes", `{"argv":["true"]}`, "want 1 or 0"},
+		{"/workspaces/" + a.ID + "/exec?stream=yes", `{"argv":["true"]}`, "want a boolean"},
 		{"/workspaces/" + a.ID + "/exec?strem=1", `{"argv":["true"]}`, `unknown parameter "strem"`},
 		{"/workspaces/" + b.ID + "/commit?force=1", "", "takes no parameters"}, // force is in the body
 		{"/workspaces/" + b.ID + "/commit", `{"force":true} {"force":false}`, "after the JSON object"},

@@ -174,7 +174,7 @@ func flagParam(r *http.Request, name string) (bool, error) {
 	default:
 		on, err := strconv.ParseBool(vs[0])
 		if err != nil {
-			return false, fmt.Errorf("%w: ?%s=%s: want 1 or 0", ErrBadRequest, name, vs[0])
+			return false, fmt.Errorf("%w: ?%s=%s: want a boolean (1 or 0)", ErrBadRequest, name, vs[0])
 		}
 		return on, nil
 	}

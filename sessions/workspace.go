@@ -588,7 +588,10 @@ func summarize(paths []string) string {
 }
 
 // systemDirs are what commands need of the system: a Workspace may not be
-// mounted over one of them, nor anywhere inside the kernel's own.
+// mounted over one of them, nor over a directory below one that holds
+// something (/usr/bin), nor anywhere inside the kernel's own. A new
+// directory below one (/usr/src/app, as container images use) hides
+// nothing.
 var systemDirs = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys", "/tmp", "/usr", "/var"}
 
 // systemPath returns the system directory a Workspace at p would hide, or
@@ -602,6 +605,17 @@ func systemPath(p string) string {
 	for _, d := range []string{"/proc", "/sys", "/dev"} {
 		if strings.HasPrefix(p, d+"/") {
 			return d + " (below it)"
+		}
+	}
+	for _, d := range systemDirs {
+		if strings.HasPrefix(p, d+"/") && d != "/tmp" && d != "/var" && d != "/run" {
+			if f, err := os.Open(p); err == nil {
+				names, _ := f.Readdirnames(1)
+				f.Close()
+				if len(names) > 0 {
+					return p + ", which holds files"
+				}
+			}
 		}
 	}
 	return ""

@@ -14,8 +14,9 @@ func init() {
 		summary: "show who last changed each line of a file",
 		help: `Prints one line per line of the file, like git blame: the owner (the origin
 of the Commit that last changed the line: operation:<id>,
-workspace_session:<id>, original for lines init captured, or unknown when
-the Commit's ownership was not recorded), the line number, and the text.
+workspace_session:<id>, original for lines init captured; where a Commit's
+ownership was not recorded it is worked out from history, and reads unknown
+only if that fails too), the line number, and the text.
 A binary file (or one over 8 MiB) has one owner for the whole file. --json
 prints the path and the owner ranges {start, end, owner}.`,
 		flags: func(c *cli) { c.jsonFlag() },

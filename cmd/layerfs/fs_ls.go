@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"text/tabwriter"
 )
 
@@ -46,14 +45,14 @@ func runFSLs(c *cli, args []string) error {
 	w := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
 	for i := range list {
 		fi := &list[i]
-		name := fi.Name
+		name := quoteName(fi.Name)
 		switch fi.Kind {
 		case "dir":
 			name += "/"
 		case "symlink":
-			name += " -> " + fi.Target
+			name += " -> " + quoteName(fi.Target)
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\n", fi.Kind, fmtSize(fi), strings.TrimSpace(name))
+		fmt.Fprintf(w, "%s\t%s\t%s\n", fi.Kind, fmtSize(fi), name)
 	}
 	return w.Flush()
 }

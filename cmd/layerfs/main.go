@@ -36,15 +36,27 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run runs one command line and returns its exit code.
+// run runs one command line and returns its exit code; output that cannot
+// be written is an error (exit 1), help and version included.
 func run(args []string, stdout, stderr io.Writer) int {
+	out := &errWriter{w: stdout}
+	code := runTo(args, out, stderr)
+	if code == exitOK && out.err != nil {
+		fmt.Fprintf(stderr, "layerfs: write standard output: %v\n", out.err)
+		return exitError
+	}
+	return code
+}
+
+func runTo(args []string, stdout *errWriter, stderr io.Writer) int {
 	if len(args) == 0 { // a mistake, as for git: usage, to stderr
 		usage(stderr)
 		return exitUsage
 	}
 	if isHelp(args[0]) {
-		if len(args) > 1 { // help CMD: the command's own
+		if len(args) > 1 { // help CMD [VERB]: the command's own
 			if cmd, ok := commands[args[1]]; ok {
+				cmd, _ = verb(cmd, args[1:])
 				newCLI(cmd, stdout, stderr).usage(stdout)
 				return exitOK
 			}
@@ -68,7 +80,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cmd, args = verb(cmd, args)
-	out := &errWriter{w: stdout}
+	out := stdout
 	c := newCLI(cmd, out, stderr)
 	rest, err := c.parse(args[1:])
 	if err != nil {
@@ -82,6 +94,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil && out.err != nil {
 		// A full disk or a closed pipe: the output is not all there.
 		err = fmt.Errorf("write standard output: %w", out.err)
+		out.err = nil // said once
 	}
 	return c.fail(err)
 }

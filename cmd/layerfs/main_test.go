@@ -275,6 +275,15 @@ func TestCLIHelpOfACommandAndVersion(t *testing.T) {
 	if code, out, _ := runCLI(t, "--version"); code != 0 || !strings.HasPrefix(out, "layerfs ") {
 		t.Errorf("--version: exit %d %q", code, out)
 	}
+	if code, out, _ := runCLI(t, "help", "fs", "write"); code != 0 || !strings.HasPrefix(out, "Usage: layerfs fs write") {
+		t.Errorf("help fs write: exit %d %q", code, out)
+	}
+	for _, args := range [][]string{{"--help"}, {"--version"}, {"help", "init"}, {"init", "--help"}} {
+		var errb bytes.Buffer
+		if code := run(args, fullWriter{}, &errb); code != exitError {
+			t.Errorf("layerfs %s > /dev/full: exit %d %q", strings.Join(args, " "), code, errb.String())
+		}
+	}
 }
 
 // TestCLIInitThroughASymlink: a symlink to the tree is followed (none
