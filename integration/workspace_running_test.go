@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/publish"
 	"github.com/layerfs/layerfs/sessions"
 )
 
@@ -331,5 +332,76 @@ func TestShutdownEndsRunningCommands(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Error("the exec request did not end with the daemon")
+	}
+}
+
+// TestWorkspaceSeesItsLeaseAfterFollowing: after a commit the Workspace
+// follows a head that holds its commit; an edit main makes afterwards
+// (here just after the commit, or while it is under way) is not in its
+// view, unless the commit landed on it, and the same line changed in the
+// Workspace then conflicts. (A helper once saw such a commit land as
+// merged: its sed had matched nothing, as its first commit had landed on
+// main's edit, and a file rewritten unchanged merges with head's new
+// text. This repeats the sequence, both ways.)
+func TestWorkspaceSeesItsLeaseAfterFollowing(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "line1\nline2\nline3\n", "b.txt": "b\n"}, sessions.Config{})
+	for i := 0; i < 12; i++ {
+		w := d.create(t, "main")
+		d.sh(t, w.ID, fmt.Sprintf("echo %d >> b.txt", i))
+		type result struct {
+			res api.CommitResult
+			err error
+		}
+		done := make(chan result, 1)
+		commit := func() {
+			res, err := d.Commit(w.ID, api.CommitRequest{})
+			done <- result{res, err}
+		}
+		if i%2 == 0 {
+			go commit() // main's edit races it
+			time.Sleep(time.Duration(i) * time.Millisecond)
+		} else {
+			commit()
+		}
+		next := fmt.Sprintf("line1\nmain-%d\nline3\n", i)
+		main, err := d.st.FS("main") // at main's head now
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := main.Write("a.txt", []byte(next)); err != nil || res.Status != publish.Committed {
+			t.Fatalf("round %d: main's edit: %+v %v", i, res, err)
+		}
+		r := <-done
+		if r.err != nil || r.res.Status != api.StatusCommitted {
+			t.Fatalf("round %d: first commit: %+v %v", i, r.res, r.err)
+		}
+		in, err := d.Inspect(w.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		view := d.sh(t, w.ID, "cat a.txt")
+		onLease, err := d.st.FS(in.Lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := onLease.Read("a.txt")
+		if err != nil || view != string(want) {
+			t.Fatalf("round %d: the Workspace shows %q, its lease %s holds %q (%v)", i, view, in.Lease[:12], want, err)
+		}
+		d.sh(t, w.ID, fmt.Sprintf("sed -i 2s/.*/ws-%d/ a.txt", i))
+		res, err := d.Commit(w.ID, api.CommitRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wantConflict := view != next; wantConflict && res.Status != api.StatusConflict {
+			after, _ := d.st.FS("main")
+			got, _ := after.Read("a.txt")
+			baseFS, _ := d.st.FS(in.Lease)
+			base, _ := baseFS.Read("a.txt")
+			t.Fatalf("round %d: the same line changed on both sides: %s merged %v; base %q, main had %q, now %q", i, res.Status, res.Merged, base, next, got)
+		}
+		if err := d.End(w.ID, true); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
