@@ -120,11 +120,13 @@ func (st *Store) diffOne(sb *strings.Builder, c *publish.PathDiff, context int) 
 	if c.New == nil {
 		nameB = "/dev/null"
 	}
+	// Every file's part starts with the same header, binary or not, so a
+	// reader splits the output by it, as git's "diff --git" lines.
+	fmt.Fprintf(sb, "diff --layerfs a/%s b/%s (%s)\n", c.Path, c.Path, c.Kind)
 	switch {
 	case a == nil || b == nil:
 		fmt.Fprintf(sb, "Binary files %s and %s differ\n", nameA, nameB)
 	default:
-		fmt.Fprintf(sb, "diff --layerfs a/%s b/%s (%s)\n", c.Path, c.Path, c.Kind)
 		sb.WriteString(publish.Unified(nameA, nameB, a, b, context))
 	}
 	return nil

@@ -302,3 +302,17 @@ func TestBlameWhileHeadMoves(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffTextBinaryHasAHeader: a binary file's part starts with the same
+// header as a text file's, so the output splits by it.
+func TestDiffTextBinaryHasAHeader(t *testing.T) {
+	st, f := newProject(t)
+	expect(t, publish.Committed)(f.Write("bin.dat", []byte{0, 1, 2, 0, 255}))
+	text, err := st.DiffText("L1", "main", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "diff --layerfs a/bin.dat b/bin.dat (added)\nBinary files /dev/null and b/bin.dat differ\n") {
+		t.Errorf("diff of a new binary file:\n%s", text)
+	}
+}
