@@ -31,7 +31,7 @@ func (st *Store) Log(ref string, max int) ([]LogEntry, error) {
 	for id := r.Commit; !id.IsZero() && (max <= 0 || len(out) < max); {
 		c, err := st.s.Commit(id)
 		if err != nil {
-			return nil, err
+			return out, err // the entries before it stand
 		}
 		e := LogEntry{Commit: id, Parents: c.Parents, Origin: c.Origin, Message: c.Message, Time: c.When()}
 		parentTree := object.Zero
@@ -40,12 +40,12 @@ func (st *Store) Log(ref string, max int) ([]LogEntry, error) {
 			id = c.Parents[0]
 			p, err := st.s.Commit(id)
 			if err != nil {
-				return nil, err
+				return out, err
 			}
 			parentTree = p.Tree
 		}
 		if e.Changes, err = publish.DiffTrees(st.s, parentTree, c.Tree); err != nil {
-			return nil, err
+			return out, err
 		}
 		out = append(out, e)
 	}
@@ -66,11 +66,11 @@ func (st *Store) Diff(refA, refB string, paths ...string) ([]publish.PathDiff, e
 	}
 	paths = append([]string(nil), paths...) // the caller's stay as they are
 	for i, p := range paths {
-		p = strings.TrimSuffix(p, "/")
-		if _, err := store.SplitPath(p); err != nil {
+		parts, err := store.SplitPath(strings.TrimSuffix(p, "/"))
+		if err != nil {
 			return nil, err
 		}
-		paths[i] = p
+		paths[i] = strings.Join(parts, "/") // "" for the root ("." too)
 	}
 	all, err := publish.DiffTrees(st.s, a, b)
 	if err != nil || len(paths) == 0 {

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -45,9 +46,10 @@ func TestStoreOnOverlayIsUnsupported(t *testing.T) {
 }
 
 // TestStoreReadOnlyToTheUser: a user who may read a Store's file but not
-// write it (nor its directory) can read the Store; a write says why it
-// cannot. Before, every command failed with SQLite's "attempt to write a
-// readonly database".
+// write it can read the Store; a write says why it cannot. Before, every
+// command failed with SQLite's "attempt to write a readonly database".
+// The read creates nothing, even where the directory lets it: a
+// shared-memory file left by another user had locked the owner out.
 func TestStoreReadOnlyToTheUser(t *testing.T) {
 	setpriv, err := exec.LookPath("setpriv")
 	if err != nil || os.Geteuid() != 0 {
@@ -56,39 +58,49 @@ func TestStoreReadOnlyToTheUser(t *testing.T) {
 		}
 		t.Skip("needs root and setpriv (util-linux)")
 	}
-	src := t.TempDir()
-	writeTree(t, src, map[string]string{"a.txt": "a\n"})
-	dir := filepath.Join(t.TempDir(), "stores")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// Others may enter the directories above it (t.TempDir's are 0700),
-	// up to the system's temporary directory, left as it is.
-	for d := filepath.Dir(dir); d != "/" && d != "/tmp" && d != "/var/tmp"; d = filepath.Dir(d) {
-		if fi, err := os.Stat(d); err == nil {
-			os.Chmod(d, fi.Mode().Perm()|0o005)
-		}
-	}
-	store := filepath.Join(dir, "s.layerfs")
-	runLayerfs(t, "init", "--quiet", "--store", store, src)
-	as := func(args ...string) (string, string, error) {
-		cmd := exec.Command(setpriv, append([]string{"--reuid", "65534", "--regid", "65534", "--clear-groups", layerfsBin}, args...)...)
-		cmd.Stdin = strings.NewReader("x\n")
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		return out.String(), errb.String(), err
-	}
-	if bin, err := os.Stat(layerfsBin); err == nil && bin.Mode().Perm()&0o005 != 0o005 {
+	if bin, err := os.Stat(layerfsBin); err != nil || bin.Mode().Perm()&0o005 != 0o005 {
 		t.Skipf("%s is not executable by others", layerfsBin)
 	}
-	if out, errs, err := as("cat", "--store", store, "main:a.txt"); err != nil || out != "a\n" {
-		t.Errorf("cat as another user: %q %q %v", out, errs, err)
-	}
-	if _, errs, err := as("fs", "write", "--store", store, "b.txt"); err == nil || !strings.Contains(errs, "you may not write") {
-		t.Errorf("a write as another user: %q %v", errs, err)
-	}
-	if got := runLayerfs(t, "cat", "--store", store, "main:a.txt"); got != "a\n" {
-		t.Errorf("the owner reads %q", got)
+	src := t.TempDir()
+	writeTree(t, src, map[string]string{"a.txt": "a\n"})
+	for _, mode := range []os.FileMode{0o755, 0o777 | os.ModeSticky} { // theirs; a shared one like /tmp
+		// Under /tmp, which anyone may enter, not the test's 0700 dirs.
+		dir, err := os.MkdirTemp("/tmp", "layerfs-ro-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		store := filepath.Join(dir, "s.layerfs")
+		runLayerfs(t, "init", "--quiet", "--store", store, src)
+		as := func(args ...string) (string, string, error) {
+			cmd := exec.Command(setpriv, append([]string{"--reuid", "65534", "--regid", "65534", "--clear-groups", layerfsBin}, args...)...)
+			cmd.Stdin = strings.NewReader("x\n")
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			err := cmd.Run()
+			return out.String(), errb.String(), err
+		}
+		if out, errs, err := as("cat", "--store", store, "main:a.txt"); err != nil || out != "a\n" {
+			t.Errorf("dir %v: cat as another user: %q %q %v", mode, out, errs, err)
+		}
+		if _, errs, err := as("fs", "write", "--store", store, "b.txt"); err == nil || !strings.Contains(errs, "you may not write") {
+			t.Errorf("dir %v: a write as another user: %q %v", mode, errs, err)
+		}
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if fi, err := e.Info(); err == nil {
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 {
+					t.Errorf("dir %v: the other user's read left %s behind", mode, e.Name())
+				}
+			}
+		}
+		cmd := exec.Command(layerfsBin, "fs", "write", "--store", store, "c.txt")
+		cmd.Stdin = strings.NewReader("c\n")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("dir %v: the owner's write after the other's read: %v %s", mode, err, out)
+		}
 	}
 }

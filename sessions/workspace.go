@@ -595,8 +595,19 @@ func summarize(paths []string) string {
 var systemDirs = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys", "/tmp", "/usr", "/var"}
 
 // systemPath returns the system directory a Workspace at p would hide, or
-// "" if none.
+// "" if none. p is looked at as it resolves (symlinks and all), and must
+// be a directory if it exists.
 func systemPath(p string) string {
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		if fi, err := os.Stat(real); err == nil && !fi.IsDir() {
+			return p + ", which is not a directory"
+		}
+		if real != p {
+			if sys := systemPath(real); sys != "" {
+				return sys + " (through a symlink)"
+			}
+		}
+	}
 	for _, d := range systemDirs {
 		if p == d {
 			return d
@@ -608,7 +619,7 @@ func systemPath(p string) string {
 		}
 	}
 	for _, d := range systemDirs {
-		if strings.HasPrefix(p, d+"/") && d != "/tmp" && d != "/var" && d != "/run" {
+		if strings.HasPrefix(p, d+"/") && d != "/tmp" && !strings.HasPrefix(p, "/var/tmp/") {
 			if f, err := os.Open(p); err == nil {
 				names, _ := f.Readdirnames(1)
 				f.Close()

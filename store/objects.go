@@ -93,6 +93,9 @@ func (s *Store) withRow(get *sql.Stmt, id object.ID, fn func(o *storedObject) er
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("read object %s: %w", id.Short(), err)
 		}
+		if s.changedSinceOpen() {
+			return fmt.Errorf("object %s: %w", id.Short(), ErrStoreChanged)
+		}
 		return fmt.Errorf("object %s: %w", id.Short(), ErrMissingObject)
 	}
 	var o storedObject

@@ -97,7 +97,11 @@ func (s *Store) getMany(ids []object.ID, k object.Kind, fn func(id object.ID, da
 			return err
 		}
 		for _, id := range missing {
-			fn(id, nil, fmt.Errorf("object %s: %w", id.Short(), ErrMissingObject))
+			err := error(ErrMissingObject)
+			if s.changedSinceOpen() {
+				err = ErrStoreChanged
+			}
+			fn(id, nil, fmt.Errorf("object %s: %w", id.Short(), err))
 		}
 		rest = rest[n:]
 	}

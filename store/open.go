@@ -72,8 +72,9 @@ type Options struct {
 
 // Store is an open Store file. It is safe for concurrent use.
 type Store struct {
-	immutable    bool // read-only, without a shared-memory file (open)
-	readOnlyToUs bool // read-only because the file is not ours to write
+	immutable    bool        // read-only, without a shared-memory file (open)
+	opened       unix.Stat_t // the file when an immutable Store was opened
+	readOnlyToUs bool        // read-only because the file is not ours to write
 	path         string
 	opts         Options
 	w            *sql.DB // the one writer connection: BEGIN IMMEDIATE transactions
@@ -118,20 +119,26 @@ func open(path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	immutable, readOnlyToUs := false, false
+	var opened unix.Stat_t
 	if !opts.Create && !opts.ReadOnly && unix.Access(path, unix.W_OK) != nil {
 		// Not ours to write (another user's Store, a read-only mount):
-		// read it. Without the right to make its shared-memory file
-		// either, SQLite can read it only as immutable — which sees
-		// nothing of a WAL, so only when the WAL is empty.
+		// read it, creating nothing — a shared-memory or WAL file made
+		// by us would lock its owner out. With its shared-memory file
+		// there, SQLite reads it, WAL and all, read-only. Without, only
+		// as immutable, which sees nothing of a WAL: so only when the
+		// WAL is empty, and as the snapshot it was when opened.
 		opts.ReadOnly, readOnlyToUs = true, true
-		if unix.Access(filepath.Dir(path), unix.W_OK) != nil && unix.Access(path+"-shm", unix.R_OK|unix.W_OK) != nil {
+		if unix.Access(path+"-shm", unix.R_OK) != nil {
 			if !emptyOrMissing(path + "-wal") {
 				return nil, fmt.Errorf("%w: it is read-only to you and holds changes not yet checkpointed, which SQLite cannot read without writing; open it once as its owner", ErrReadOnly)
 			}
 			immutable = true
+			if err := unix.Stat(path, &opened); err != nil {
+				return nil, err
+			}
 		}
 	}
-	s := &Store{path: path, opts: opts, immutable: immutable, readOnlyToUs: readOnlyToUs}
+	s := &Store{path: path, opts: opts, immutable: immutable, readOnlyToUs: readOnlyToUs, opened: opened}
 	s.trees.max, s.commits.max, s.treeLayouts.max, s.treeNodes.max = treeCacheMax, commitCacheMax, treeCacheMax, treeNodeCacheMax
 	s.extents.max = extentCacheMax
 	var err error
@@ -148,6 +155,23 @@ func open(path string, opts Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// changedSinceOpen reports whether an immutable Store's file has changed
+// since it was opened (or a WAL has appeared): what it reads is then a
+// stale snapshot, and an object it misses may have moved, not gone.
+func (s *Store) changedSinceOpen() bool {
+	if !s.immutable {
+		return false
+	}
+	var now unix.Stat_t
+	if unix.Stat(s.path, &now) != nil || now.Size != s.opened.Size || now.Mtim != s.opened.Mtim {
+		return true
+	}
+	return !emptyOrMissing(s.path + "-wal")
+}
+
+// ErrStoreChanged: a Store opened read-only as a snapshot changed since.
+var ErrStoreChanged = errors.New("the Store changed since it was opened read-only (as a snapshot): open it again")
 
 func emptyOrMissing(path string) bool {
 	st, err := os.Stat(path)

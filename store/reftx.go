@@ -147,7 +147,11 @@ func (t *RefTx) CreateBranch(name string, head object.ID, start string) error {
 	if hexRef.MatchString(name) {
 		// Refs resolve to a branch first: it would hide the commits
 		// and layers whose ids start so.
-		if matches, err := t.s.findPrefix(t.ctx, strings.ToLower(name)); err == nil && len(matches) > 0 {
+		matches, err := t.s.findPrefix(t.ctx, strings.ToLower(name))
+		if err != nil {
+			return fmt.Errorf("create branch %q: %w", name, err)
+		}
+		if len(matches) > 0 {
 			return fmt.Errorf("branch name %q: it would hide %s %s, whose id starts so: %w", name, matches[0].kind, matches[0].id.Short(), ErrBadName)
 		}
 	}

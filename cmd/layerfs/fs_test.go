@@ -278,6 +278,9 @@ func TestLogDiffBlameReset(t *testing.T) {
 	if got := mustRun(t, "diff", "main~3", "main", "--", "README", "link"); strings.Contains(got, "src/new.txt") || !strings.Contains(got, "+++ b/README") {
 		t.Errorf("diff -- README link:\n%s", got)
 	}
+	if got := mustRun(t, "diff", "--stat", "main~3", "main", "."); got != mustRun(t, "diff", "--stat", "main~3", "main") {
+		t.Errorf("diff . is not the whole diff:\n%s", got)
+	}
 	if code, _, _ := runCLI(t, "diff", "main~3", "main", "../x"); code != exitUsage {
 		t.Errorf("diff with a bad path: exit %d", code)
 	}

@@ -109,20 +109,17 @@ func history(st *layerfs.Store, ref string, max int, changes bool) ([]logJSON, e
 }
 
 func historyWithChanges(st *layerfs.Store, ref string, max int) ([]logJSON, error) {
-	log, err := st.Log(ref, max)
-	if err != nil {
-		return nil, err
-	}
+	log, logErr := st.Log(ref, max) // what it could read, and why it stopped
 	out := make([]logJSON, len(log))
 	for i, e := range log {
 		cm, err := st.Backend().Commit(e.Commit)
 		if err != nil {
-			return nil, err
+			return out[:i], err
 		}
 		out[i] = logJSON{Commit: e.Commit.String(), Parents: idStrings(e.Parents), Tree: cm.Tree.String(),
 			Origin: e.Origin, Message: e.Message, Time: e.Time.UTC(), Changes: toChangeJSON(e.Changes)}
 	}
-	return out, nil
+	return out, logErr
 }
 
 func idStrings(ids []object.ID) []string {
