@@ -151,16 +151,7 @@ func TestCommandsThatLeaveTheNamespaceAreFound(t *testing.T) {
 	}
 	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
 	w := d.create(t, "main")
-	res, err := d.Exec(context.Background(), w.ID, api.ExecRequest{Argv: []string{"sh", "-c",
-		"echo x > a.txt; setsid unshare -m --propagation private sleep 300 </dev/null >/dev/null 2>&1 & echo $!"}}, nil)
-	if err != nil || res.ExitCode != 0 {
-		t.Fatalf("exec: %+v %v", res, err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(res.Stdout))
-	if err != nil {
-		t.Fatalf("pid %q", res.Stdout)
-	}
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	pid := startBackground(t, d, w.ID, "echo x > a.txt; setsid unshare -m --propagation private sleep 300 </dev/null >/dev/null 2>&1 & echo $!")
 	// unshare execs sleep once its namespace is made: wait for that.
 	for i := 0; i < 200; i++ {
 		if comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); strings.TrimSpace(string(comm)) == "sleep" {
@@ -240,16 +231,7 @@ func TestConflictWithCommandsRunning(t *testing.T) {
 	if res, err := d.Commit(a.ID, api.CommitRequest{}); err != nil || res.Status != api.StatusCommitted {
 		t.Fatalf("commit a: %+v %v", res, err)
 	}
-	res, err := d.Exec(ctx, b.ID, api.ExecRequest{Argv: []string{"sh", "-c",
-		"echo B > a.txt; (while :; do date >> live.txt; sleep 0.05; done) </dev/null >/dev/null 2>&1 & echo $!"}}, nil)
-	if err != nil || res.ExitCode != 0 {
-		t.Fatalf("exec in b: %+v %v", res, err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(res.Stdout))
-	if err != nil {
-		t.Fatalf("pid %q", res.Stdout)
-	}
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	pid := startBackground(t, d, b.ID, "echo B > a.txt; (while :; do date >> live.txt; sleep 0.05; done) </dev/null >/dev/null 2>&1 & echo $!")
 	cr, err := d.Commit(b.ID, api.CommitRequest{AllowRunning: true})
 	if err != nil || cr.Status != api.StatusConflict {
 		t.Fatalf("commit b: %+v %v", cr, err)
@@ -273,15 +255,7 @@ func TestDiscardEndsWhatRuns(t *testing.T) {
 	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
 	w := d.create(t, "main")
 	ctx := context.Background()
-	res, err := d.Exec(ctx, w.ID, api.ExecRequest{Argv: []string{"sh", "-c", "echo x > a.txt; sleep 300 </dev/null >/dev/null 2>&1 & echo $!"}}, nil)
-	if err != nil || res.ExitCode != 0 {
-		t.Fatalf("exec: %+v %v", res, err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(res.Stdout))
-	if err != nil {
-		t.Fatalf("pid %q", res.Stdout)
-	}
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	pid := startBackground(t, d, w.ID, "echo x > a.txt; sleep 300 </dev/null >/dev/null 2>&1 & echo $!")
 	dr, err := d.Discard(w.ID, false)
 	if err != nil || dr.EndedCommands != 1 {
 		t.Fatalf("discard: %+v %v, want 1 ended", dr, err)
@@ -404,4 +378,21 @@ func TestWorkspaceSeesItsLeaseAfterFollowing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// startBackground runs script in Workspace id, which must start a process
+// in the background and print its pid, and returns the pid; the process
+// is killed when the test ends.
+func startBackground(t *testing.T, d *testDaemon, id, script string) int {
+	t.Helper()
+	res, err := d.Exec(context.Background(), id, api.ExecRequest{Argv: []string{"sh", "-c", script}}, nil)
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("exec %q: %+v %v", script, res, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(res.Stdout))
+	if err != nil {
+		t.Fatalf("pid %q", res.Stdout)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	return pid
 }

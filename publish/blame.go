@@ -135,24 +135,18 @@ func ownershipOf(s *store.Store, rd versionReader, path string, e *store.Entry, 
 // rowAt picks, of the ownerships recorded for a version (newest first),
 // the one that holds in the history of Commit at: the row of the nearest
 // Commit, at or behind at, that recorded one. The same content written
-// elsewhere — on another branch, or back to what init left — must not
-// rename the owners of what at holds. The usual case costs nothing more:
-// one row, and no init content like it, is the one. Otherwise at's
+// elsewhere — on another branch, or back to what init left (orig) — must
+// not rename the owners of what at holds. The usual case costs nothing
+// more: one row, and no init content like it, is the one. Otherwise at's
 // ancestors are walked (at most maxRowWalk), nearest first; if none of
 // theirs is found, ok is false where init left the content (the caller
-// says original), else the newest row no newer than at stands.
-func rowAt(s *store.Store, rows []store.OwnerRow, at object.ID, path string, content object.ID) (store.OwnerRow, bool, error) {
-	if len(rows) == 0 {
+// says original) or where the walk saw all of at's history, else the
+// newest row no newer than at stands.
+func rowAt(s *store.Store, rows []store.OwnerRow, at object.ID, orig bool) (store.OwnerRow, bool, error) {
+	switch {
+	case len(rows) == 0:
 		return store.OwnerRow{}, false, nil
-	}
-	if at.IsZero() {
-		return rows[0], true, nil
-	}
-	fromInitTree, err := fromInit(s, path, content)
-	if err != nil {
-		return store.OwnerRow{}, false, err
-	}
-	if len(rows) == 1 && !fromInitTree {
+	case at.IsZero() || len(rows) == 1 && !orig:
 		return rows[0], true, nil
 	}
 	byCommit := make(map[object.ID]int, len(rows))
@@ -178,7 +172,7 @@ func rowAt(s *store.Store, rows []store.OwnerRow, at object.ID, path string, con
 			}
 		}
 	}
-	if fromInitTree || len(queue) == 0 {
+	if orig || len(queue) == 0 {
 		return store.OwnerRow{}, false, nil // none of them is in at's history
 	}
 	// The walk ran out: a guess by time, the newest row no newer than at.
@@ -207,12 +201,19 @@ func ownershipWalk(s *store.Store, rd versionReader, path string, e *store.Entry
 	if err != nil {
 		return store.Ownership{}, err
 	}
-	if row, ok, err := rowAt(s, rows, at, path, e.ID); err != nil || ok {
+	if len(rows) > 0 && at.IsZero() {
+		return rows[0].Own, nil
+	}
+	// Whether init left this content here: the answer with no row that
+	// holds, and what tells a lone row's case apart (rowAt).
+	orig, err := fromInit(s, path, e.ID)
+	if err != nil {
+		return store.Ownership{}, err
+	}
+	if row, ok, err := rowAt(s, rows, at, orig); err != nil || ok {
 		return row.Own, err
 	}
-	if orig, err := fromInit(s, path, e.ID); err != nil {
-		return store.Ownership{}, err
-	} else if orig {
+	if orig {
 		return uniform(v, store.OwnerOriginal), nil
 	}
 	if !at.IsZero() {

@@ -85,23 +85,33 @@ func (r *reaper) forget(ns uint64) *cgroup {
 	return c
 }
 
+// take forgets ns's cgroup, so that commands started in ns from now on
+// get a fresh one, and returns what kill needs to end what runs there.
+func (r *reaper) take(ns uint64) (tracked bool, c *cgroup, cg *cgroups) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ns[ns], r.forget(ns), r.cg
+}
+
+// kill ends what runs in ns, by its cgroup c (removed) and by namespace,
+// trying rounds times 10 ms apart each way; true once all of it is gone.
+func kill(ns uint64, tracked bool, c *cgroup, cg *cgroups, rounds int) bool {
+	gone := c == nil || cg.remove(c.path, rounds)
+	return (!tracked || killUntilGone(map[uint64]bool{ns: true}, rounds)) && gone
+}
+
 // release kills, in the background, what still runs in ns and removes
 // its cgroup: its Workspace has ended or been detached. Namespaces no
 // command ran in cost nothing.
 func (r *reaper) release(ns uint64) {
-	r.mu.Lock()
-	tracked := r.ns[ns]
-	c := r.forget(ns)
-	cg := r.cg
-	r.mu.Unlock()
+	tracked, c, cg := r.take(ns)
 	if !tracked && c == nil {
 		return
 	}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		gone := c == nil || cg.remove(c.path, 50)
-		if killUntilGone(map[uint64]bool{ns: true}, 50) && gone {
+		if kill(ns, tracked, c, cg, 50) {
 			r.mu.Lock()
 			if r.cgs[ns] == nil { // else a new holder has the inode now
 				delete(r.ns, ns)
@@ -116,17 +126,8 @@ func (r *reaper) release(ns uint64) {
 // to come; they start in a fresh cgroup (a cgroup that was killed kills
 // what starts in it after).
 func (r *reaper) killNow(ns uint64) {
-	r.mu.Lock()
-	tracked := r.ns[ns]
-	c := r.forget(ns)
-	cg := r.cg
-	r.mu.Unlock()
-	if c != nil {
-		cg.remove(c.path, 500)
-	}
-	if tracked {
-		killUntilGone(map[uint64]bool{ns: true}, 500)
-	}
+	tracked, c, cg := r.take(ns)
+	kill(ns, tracked, c, cg, 500)
 }
 
 // killAll kills what runs in every namespace commands ran in, as killNow.

@@ -209,9 +209,11 @@ func checkPath(path string, opts Options) error {
 func (s *Store) dsn(writer bool) string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", s.opts.BusyTimeout.Milliseconds()))
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous("+s.opts.Durability.pragma()+")")
 	q.Add("_pragma", "mmap_size(1099511627776)")
+	if !s.opts.ReadOnly { // setting them writes to the file
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous("+s.opts.Durability.pragma()+")")
+	}
 	if writer {
 		// The writer's page cache holds only what commits write (reads
 		// go through mmap): SQLite walks the whole cache at the end of
@@ -234,10 +236,7 @@ func (s *Store) dsn(writer bool) string {
 		q.Add("_pragma", "query_only(1)")
 	}
 	if s.opts.ReadOnly {
-		q.Del("_pragma")
-		q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", s.opts.BusyTimeout.Milliseconds()))
-		q.Add("_pragma", "query_only(1)")
-		q.Set("mode", "ro")
+		q.Set("mode", "ro") // creates nothing
 		if s.immutable {
 			q.Set("immutable", "1")
 		}

@@ -199,17 +199,7 @@ func TestCLIMissingObjectIsCorrupt(t *testing.T) {
 	if err != nil || len(raw) != 32 {
 		t.Fatalf("README's id %q", id)
 	}
-	db, err := sql.Open("sqlite", store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec("DROP TRIGGER objects_append_only_delete"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec("DELETE FROM objects WHERE id = ?", raw); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	deleteObject(t, store, raw)
 	code, _, stderr := runCLI(t, "export", "--store", store, "main", filepath.Join(dir, "out"))
 	if code != exitCorrupt || !strings.Contains(stderr, "missing from the Store") {
 		t.Errorf("export with a chunk missing: exit %d %q, want %d", code, stderr, exitCorrupt)
@@ -342,19 +332,26 @@ func TestCLILogWithAMissingAncestor(t *testing.T) {
 		t.Fatalf("log --json: %v %d", err, len(log))
 	}
 	raw, _ := hex.DecodeString(log[1].Commit) // init's commit
+	deleteObject(t, store, raw)
+	code, out, stderr := runCLI(t, "log", "--store", store, "main")
+	if code != exitCorrupt || strings.Count(out, "\n") != 1 || !strings.Contains(out, log[0].Commit[:12]) || !strings.Contains(stderr, "stops after 1 commit(s)") {
+		t.Errorf("log with init's commit missing: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
+// deleteObject removes object id from the Store's file behind the
+// Store's back, as damage would.
+func deleteObject(t *testing.T, store string, id []byte) {
+	t.Helper()
 	db, err := sql.Open("sqlite", store)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer db.Close()
 	if _, err := db.Exec("DROP TRIGGER objects_append_only_delete"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec("DELETE FROM objects WHERE id = ?", raw); err != nil {
+	if _, err := db.Exec("DELETE FROM objects WHERE id = ?", id); err != nil {
 		t.Fatal(err)
-	}
-	db.Close()
-	code, out, stderr := runCLI(t, "log", "--store", store, "main")
-	if code != exitCorrupt || strings.Count(out, "\n") != 1 || !strings.Contains(out, log[0].Commit[:12]) || !strings.Contains(stderr, "stops after 1 commit(s)") {
-		t.Errorf("log with init's commit missing: exit %d\n%s%s", code, out, stderr)
 	}
 }
