@@ -30,6 +30,11 @@ type Workspace struct {
 	Commits  int       `json:"commits"`
 	// Pending lists uncommitted changed paths (inspect only).
 	Pending []string `json:"pending,omitempty"`
+	// Unsettled lists the paths a conflict left holding this Workspace's
+	// version without marker blocks (binary, type, delete and mode
+	// conflicts): a commit refuses them unchanged (conflict_unsettled)
+	// unless forced.
+	Unsettled []string `json:"unsettled,omitempty"`
 }
 
 // ExecRequest runs one command in a Workspace.
@@ -231,6 +236,7 @@ const (
 	CodeDirty      = "uncommitted_changes"
 	CodeConflict   = "conflict"
 	CodeMarkers    = "conflict_markers"
+	CodeUnsettled  = "conflict_unsettled"
 	CodeRunning    = "commands_running"
 	CodeInternal   = "internal"
 )

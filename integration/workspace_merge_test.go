@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -140,5 +141,55 @@ func TestWorkspaceOnSquashedLayer(t *testing.T) {
 	d.commit(t, w.ID, api.StatusCommitted)
 	if got := d.read(t, "old", "log.txt"); !strings.HasSuffix(got, "more\n") {
 		t.Fatalf("old after commit: %q", got)
+	}
+}
+
+// TestWorkspaceUnsettledConflicts: conflicts that leave no marker blocks
+// (a binary file both sides changed, a file one side deleted and the other
+// changed) keep the Workspace's version, and a later commit refuses that
+// version unchanged, so it cannot silently replace the head's; a new
+// version settles the path, and force publishes the old one.
+func TestWorkspaceUnsettledConflicts(t *testing.T) {
+	d := startDaemon(t, map[string]string{"b.bin": "\x00bin\n", "gone.txt": "kept\n", "z.txt": "z\n"}, sessions.Config{})
+	a, b := d.create(t, "main"), d.create(t, "main")
+	d.sh(t, a.ID, `printf '\000binA' > b.bin; echo changed by a > gone.txt`)
+	d.sh(t, b.ID, `printf '\000binB' > b.bin; rm gone.txt`)
+	d.commit(t, a.ID, api.StatusCommitted)
+	res := d.commit(t, b.ID, api.StatusConflict)
+	if strings.Join(res.Workspace.Unsettled, " ") != "b.bin gone.txt" || len(res.Markers) != 0 {
+		t.Fatalf("unsettled %v, markers %v, conflicts %+v", res.Workspace.Unsettled, res.Markers, res.Conflicts)
+	}
+	// Another change alone: the unsettled paths are refused as they are.
+	d.sh(t, b.ID, "echo z by b > z.txt")
+	_, err := d.Commit(b.ID, api.CommitRequest{})
+	if !errors.Is(err, sessions.ErrUnsettled) || !strings.Contains(err.Error(), "b.bin (binary conflict with head") ||
+		!strings.Contains(err.Error(), "gone.txt (delete conflict") {
+		t.Fatalf("commit over unsettled conflicts: %v", err)
+	}
+	if got := d.read(t, "main", "b.bin"); got != "\x00binA" {
+		t.Fatalf("main's b.bin after the refusal: %q", got)
+	}
+	if w, err := d.Inspect(b.ID); err != nil || strings.Join(w.Unsettled, " ") != "b.bin gone.txt" {
+		t.Fatalf("inspect: %v %v", w.Unsettled, err)
+	}
+	// A new version settles b.bin; gone.txt still refuses.
+	d.sh(t, b.ID, `printf '\000binAB' > b.bin`)
+	if _, err := d.Commit(b.ID, api.CommitRequest{}); !errors.Is(err, sessions.ErrUnsettled) || strings.Contains(err.Error(), "b.bin") {
+		t.Fatalf("commit with b.bin settled: %v", err)
+	}
+	// Forced, the deletion lands with the rest, and nothing is left unsettled.
+	if res, err := d.Commit(b.ID, api.CommitRequest{Force: true}); err != nil || res.Status != api.StatusCommitted || len(res.Workspace.Unsettled) != 0 {
+		t.Fatalf("forced commit: %+v %v", res, err)
+	}
+	if got := d.read(t, "main", "b.bin"); got != "\x00binAB" {
+		t.Fatalf("main's b.bin: %q", got)
+	}
+	if got := d.read(t, "main", "z.txt"); got != "z by b\n" {
+		t.Fatalf("main's z.txt: %q", got)
+	}
+	if f, err := d.st.FS("main"); err != nil {
+		t.Fatal(err)
+	} else if _, err := f.Read("gone.txt"); err == nil {
+		t.Fatal("gone.txt still on main after the forced commit")
 	}
 }

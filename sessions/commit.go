@@ -80,6 +80,11 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	if n > 0 && !req.AllowRunning {
 		return api.CommitResult{}, fmt.Errorf("%w: %d; what they write after the capture would not be kept: wait for them, or commit with allow_running (ws commit --allow-running)", ErrRunning, n)
 	}
+	if !req.Force {
+		if err := checkSettled(w.rec.Unsettled, c.Changes); err != nil {
+			return api.CommitResult{}, err
+		}
+	}
 	msg := req.Message
 	if msg == "" {
 		msg = fmt.Sprintf("%s: %d paths", w.rec.ID, c.Paths)
@@ -101,6 +106,7 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	var cr *carry
 	switch res.Status {
 	case publish.Committed:
+		w.rec.Unsettled = nil // saved with the switch
 		// Before the switch: a Workspace made on the new head meanwhile
 		// looks its big files up too (lookUpAhead).
 		w.d.hot.add(res.Commit, c.Changes)
@@ -120,12 +126,14 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 			w.d.warm(old, res.Commit, c.Changes)
 		}
 	case publish.UpToDate:
+		w.rec.Unsettled = nil
 		cr = w.prepareCarry(c, res.Head)
 		err = w.follow(res.Head, nil, false, next, cr)
 		next = nil
 	case publish.Conflict:
 		next.discard(w) // the rebase makes the next generation itself
 		next = nil
+		w.rec.Unsettled = unsettledBy(res, c) // saved by the rebase
 		markers, dropped, err = w.rebase(res, c)
 	}
 	res.FinishAudit() // if follow stopped before it ran

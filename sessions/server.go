@@ -325,6 +325,8 @@ func errorStatus(err error) (int, string) {
 		return http.StatusConflict, api.CodeDirty
 	case errors.Is(err, publish.ErrMarkers):
 		return http.StatusConflict, api.CodeMarkers
+	case errors.Is(err, ErrUnsettled):
+		return http.StatusConflict, api.CodeUnsettled
 	case errors.Is(err, ErrRunning):
 		return http.StatusConflict, api.CodeRunning
 	case errors.Is(err, ErrBadRequest), errors.Is(err, store.ErrBadName), errors.Is(err, store.ErrBadPath):

@@ -20,6 +20,9 @@ type record struct {
 	Gen     int       `json:"gen"`   // names the current upper and work dirs
 	Created time.Time `json:"created"`
 	Commits int       `json:"commits"`
+	// Unsettled lists the paths a conflict left holding this Workspace's
+	// version without marker blocks (see unsettled.go).
+	Unsettled []unsettledPath `json:"unsettled,omitempty"`
 }
 
 func (r *record) lease() object.ID {

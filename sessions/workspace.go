@@ -237,8 +237,12 @@ func (w *workspace) ended() error {
 func (w *workspace) describe() api.Workspace {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
+	var unsettled []string
+	for _, u := range w.rec.Unsettled {
+		unsettled = append(unsettled, u.Path)
+	}
 	return api.Workspace{ID: w.rec.ID, Branch: w.rec.Branch, Lease: w.rec.Lease, Path: w.rec.Path,
-		HostPath: w.hostPath(), Created: w.rec.Created, Commits: w.rec.Commits}
+		HostPath: w.hostPath(), Created: w.rec.Created, Commits: w.rec.Commits, Unsettled: unsettled}
 }
 
 // Inspect describes a Workspace with its uncommitted changed paths.
@@ -496,6 +500,7 @@ func (d *Daemon) Discard(id string, all bool) (api.DiscardResult, error) {
 		cr, err = w.prepareDiscardCarry()
 	}
 	if err == nil {
+		w.rec.Unsettled = nil // nothing of this Workspace's is left there; saved with the remount
 		err = w.remount(w.upper(), w.work(), cr)
 	}
 	w.mu.Unlock()

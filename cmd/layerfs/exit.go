@@ -103,5 +103,6 @@ var apiExitCodes = map[string]int{
 	api.CodeConflict:   exitConflict,
 	api.CodeCap:        exitConflict,
 	api.CodeMarkers:    exitConflict,
+	api.CodeUnsettled:  exitConflict,
 	api.CodeRunning:    exitConflict,
 }

@@ -55,7 +55,10 @@ func init() {
                                    capture and publish; prints the receipt. A
                                    conflict exits 4, names the paths, and leaves
                                    marker blocks in files whose edits overlap;
-                                   --force commits files that still hold markers.
+                                   other conflicts (binary, type, delete, mode)
+                                   keep this Workspace's version, which a later
+                                   commit refuses until it changes; --force
+                                   commits markers and such versions anyway.
                                    The Workspace then follows the head, keeping
                                    what was not committed: paths /.layerfsignore
                                    matches, FIFOs, sockets and devices (unless
@@ -76,7 +79,7 @@ func init() {
 			c.fs.BoolVar(&wsFlags.isolate, "isolate-network", false, "run the command with loopback only")
 			c.fs.BoolVar(&wsFlags.discard, "discard", false, "end even with uncommitted changes, dropping them")
 			c.fs.BoolVar(&wsFlags.all, "all", false, "discard also what /.layerfsignore matches, and FIFOs, sockets and devices")
-			c.fs.BoolVar(&wsFlags.force, "force", false, "commit files that still hold conflict markers")
+			c.fs.BoolVar(&wsFlags.force, "force", false, "commit files that still hold conflict markers, and unsettled conflicts' versions")
 			c.fs.BoolVar(&wsFlags.stdin, "stdin", false, "pass our standard input to the command (like docker exec -i); without it the command reads /dev/null")
 			c.fs.BoolVar(&wsFlags.allowRunning, "allow-running", false, "commit while processes still run in the Workspace (their later writes are not kept)")
 			wsFlags.env = nil
@@ -163,6 +166,9 @@ func printWorkspace(c *cli, w api.Workspace) {
 		w.ID, w.Branch, w.Lease, w.Path, w.HostPath, w.Commits)
 	for _, p := range w.Pending {
 		fmt.Fprintf(c.out, "pending  %s\n", p)
+	}
+	for _, p := range w.Unsettled {
+		fmt.Fprintf(c.out, "unsettled %s (a conflict left this Workspace's version: change it, or commit --force)\n", p)
 	}
 }
 
@@ -273,6 +279,10 @@ func wsCommit(c *cli, cl *layerfs.Client, id string) error {
 			fmt.Fprintf(c.out, "conflict with head %.12s: %s\n", res.Head, strings.Join(res.Paths, " "))
 			if len(res.Markers) > 0 {
 				fmt.Fprintf(c.out, "marker blocks written into: %s; fix them and commit again\n", strings.Join(res.Markers, " "))
+			}
+			if len(res.Workspace.Unsettled) > 0 {
+				fmt.Fprintf(c.out, "kept this Workspace's version of: %s; write the version to keep (or restore the head's), or commit --force to replace the head's\n",
+					strings.Join(res.Workspace.Unsettled, " "))
 			}
 		}
 		if len(res.Merged) > 0 {
