@@ -28,6 +28,8 @@ var (
 	ErrBadName = errors.New("bad name")
 	// ErrStale: a ref moved since the caller read it (compare-and-swap lost).
 	ErrStale = errors.New("ref moved")
+	// ErrInUse: a branch that Workspaces are leased on.
+	ErrInUse = errors.New("in use")
 	// ErrReadOnly: the Store was opened read-only.
 	ErrReadOnly = errors.New("store is read-only")
 	// ErrMissingObject: an object the Store names (a tree's entry, a

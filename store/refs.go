@@ -51,6 +51,10 @@ func CheckBranchName(name string) error {
 		return fmt.Errorf("branch name %q: no '..', '//' or trailing '/': %w", name, ErrBadName)
 	case layerName.MatchString(name):
 		return fmt.Errorf("branch name %q: reads as a layer ref: %w", name, ErrBadName)
+	case hexRef.MatchString(name):
+		// Refs resolve to a branch first: it would hide the commits and
+		// layers whose ids start so, now or later.
+		return fmt.Errorf("branch name %q: reads as a commit id prefix (4 to 64 hex digits): %w", name, ErrBadName)
 	case strings.ContainsAny(name, "~^:"):
 		return fmt.Errorf("branch name %q: %w", name, ErrBadName)
 	}
@@ -135,9 +139,11 @@ func (s *Store) Fork(name, from string) (Branch, error) {
 	return s.Branch(name)
 }
 
-// DeleteBranch removes a branch; its commits stay.
-func (s *Store) DeleteBranch(name string) error {
-	return s.Update(func(tx *RefTx) error { return tx.DeleteBranch(name) })
+// DeleteBranch removes a branch; its commits stay. A branch Workspaces
+// are leased on is refused (ErrInUse, naming them), since their next
+// commit would find no branch, unless force is set.
+func (s *Store) DeleteBranch(name string, force bool) error {
+	return s.Update(func(tx *RefTx) error { return tx.DeleteBranch(name, force) })
 }
 
 // RefKind says what a ref named.
@@ -182,19 +188,24 @@ func (s *Store) Resolve(ref string) (Resolved, error) {
 	return r, nil
 }
 
+// splitAncestry splits REF~N~M... (a bare ~ is ~1) into REF and N+M+...
 func splitAncestry(ref string) (string, int, error) {
-	base, n, _ := strings.Cut(ref, "~")
-	if !strings.Contains(ref, "~") {
+	base, rest, found := strings.Cut(ref, "~")
+	if !found {
 		return ref, 0, nil
 	}
-	back, err := strconv.Atoi(n)
-	if n == "" {
-		back, err = 1, nil
+	total := 0
+	for _, n := range strings.Split(rest, "~") {
+		back, err := strconv.Atoi(n)
+		if n == "" {
+			back, err = 1, nil
+		}
+		if err != nil || back < 0 || n != "" && n[0] == '+' || total+back > 1<<30 {
+			return "", 0, fmt.Errorf("ref %q: bad ~N suffix: %w", ref, ErrBadName)
+		}
+		total += back
 	}
-	if err != nil || back < 0 {
-		return "", 0, fmt.Errorf("ref %q: bad ~N suffix: %w", ref, ErrBadName)
-	}
-	return base, back, nil
+	return base, total, nil
 }
 
 func (s *Store) resolveBase(ref string) (Resolved, error) {

@@ -31,7 +31,8 @@ func testCommit(t *testing.T, s *Store, msg string, parents ...object.ID) object
 
 func TestBranchesLayersAndResolve(t *testing.T) {
 	s := NewTestStore(t)
-	c1 := testCommit(t, s, "one")
+	c0 := testCommit(t, s, "zero")
+	c1 := testCommit(t, s, "one", c0)
 	c2 := testCommit(t, s, "two", c1)
 	if err := s.Update(func(tx *RefTx) error { return tx.CreateBranch(MainBranch, c1, "init") }); err != nil {
 		t.Fatal(err)
@@ -61,6 +62,9 @@ func TestBranchesLayersAndResolve(t *testing.T) {
 		c1.String()[:10]:       c1,
 		ls[0].ID.String()[:12]: c2,
 		"feature~0":            c1,
+		"main~~":               c0,
+		"main~1~1":             c0,
+		"main~0~2":             c0,
 	}
 	for ref, want := range cases {
 		r, err := s.Resolve(ref)
@@ -68,7 +72,7 @@ func TestBranchesLayersAndResolve(t *testing.T) {
 			t.Errorf("resolve %q = %s, %v; want %s", ref, r.Commit.Short(), err, want.Short())
 		}
 	}
-	for _, ref := range []string{"nope", "L9", "deadbeef", "main~5", "", "main~x"} {
+	for _, ref := range []string{"nope", "L9", "deadbeef", "main~5", "", "main~x", "main~1~x", "main~1~~2"} {
 		if _, err := s.Resolve(ref); err == nil {
 			t.Errorf("resolve %q succeeded", ref)
 		} else if !strings.Contains(err.Error(), strings.TrimSuffix(ref, "~x")) {
@@ -81,13 +85,13 @@ func TestBranchesLayersAndResolve(t *testing.T) {
 	if _, err := s.Fork("x", "nope"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("fork from an unknown ref: %v", err)
 	}
-	if err := s.DeleteBranch("main"); err == nil {
+	if err := s.DeleteBranch("main", false); err == nil {
 		t.Error("deleting main must be refused")
 	}
-	if err := s.DeleteBranch("feature"); err != nil {
+	if err := s.DeleteBranch("feature", false); err != nil {
 		t.Error(err)
 	}
-	if err := s.DeleteBranch("feature"); !errors.Is(err, ErrNotFound) {
+	if err := s.DeleteBranch("feature", false); !errors.Is(err, ErrNotFound) {
 		t.Errorf("delete twice: %v", err)
 	}
 }
@@ -118,7 +122,7 @@ func TestBranchNames(t *testing.T) {
 			t.Errorf("%q refused: %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"", "-x", "a..b", "a b", "L12", "x~1", "a:b", "a/", "a//b", strings.Repeat("x", 201)} {
+	for _, bad := range []string{"", "-x", "a..b", "a b", "L12", "x~1", "a:b", "a/", "a//b", "beef", strings.Repeat("x", 201)} {
 		if err := CheckBranchName(bad); !errors.Is(err, ErrBadName) {
 			t.Errorf("%q accepted", bad)
 		}
@@ -136,7 +140,7 @@ func TestBranchNamesDoNotNest(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		ok   bool
-	}{{"team/alice", true}, {"team", false}, {"team/alice/x", false}, {"team-b", true}, {"teams", true}, {"main/x", false}, {"team/bob", true}, {"face", true}} {
+	}{{"team/alice", true}, {"team", false}, {"team/alice/x", false}, {"team-b", true}, {"teams", true}, {"main/x", false}, {"team/bob", true}, {"faces", true}} {
 		_, err := s.Fork(c.name, "main")
 		if c.ok && err != nil {
 			t.Errorf("fork %s: %v", c.name, err)
@@ -145,9 +149,12 @@ func TestBranchNamesDoNotNest(t *testing.T) {
 			t.Errorf("fork %s: %v, want a clash", c.name, err)
 		}
 	}
-	// A name that is the start of a commit's id would hide that commit.
-	if _, err := s.Fork(c1.String()[:6], "main"); !errors.Is(err, ErrBadName) || !strings.Contains(err.Error(), "would hide") {
-		t.Errorf("fork %s: %v, want it refused", c1.String()[:6], err)
+	// A name that reads as a commit id prefix would hide the commits
+	// whose ids start so, whether there are any yet or not.
+	for _, name := range []string{c1.String()[:6], "face", "C0FFEE"} {
+		if _, err := s.Fork(name, "main"); !errors.Is(err, ErrBadName) || !strings.Contains(err.Error(), "commit id prefix") {
+			t.Errorf("fork %s: %v, want it refused", name, err)
+		}
 	}
 }
 
@@ -251,5 +258,41 @@ func TestDropLeaseSoon(t *testing.T) {
 	}
 	if got := seen(); got != "ef" {
 		t.Fatalf("after Close: %q", got)
+	}
+}
+
+// TestDeleteLeasedBranch: a branch with a Lease on it is refused, naming
+// the Lease and its holder, until forced or the Lease is dropped.
+func TestDeleteLeasedBranch(t *testing.T) {
+	s := NewTestStore(t)
+	c1 := testCommit(t, s, "first")
+	if err := s.Update(func(tx *RefTx) error { return tx.CreateBranch(MainBranch, c1, "init") }); err != nil {
+		t.Fatal(err)
+	}
+	head, err := s.Fork("feat", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetLease("ws-1", "feat", "host:42", head.Head); err != nil {
+		t.Fatal(err)
+	}
+	err = s.DeleteBranch("feat", false)
+	if !errors.Is(err, ErrInUse) || !strings.Contains(err.Error(), "ws-1 (held by host:42)") {
+		t.Fatalf("delete of a leased branch: %v", err)
+	}
+	if _, err := s.Branch("feat"); err != nil {
+		t.Fatalf("the refused delete removed the branch: %v", err)
+	}
+	if err := s.DropLease("ws-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetLease("ws-2", "feat", "host:43", head.Head); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteBranch("feat", true); err != nil {
+		t.Fatalf("forced delete: %v", err)
+	}
+	if _, err := s.Branch("feat"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after the forced delete: %v", err)
 	}
 }

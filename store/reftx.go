@@ -144,17 +144,6 @@ func (t *RefTx) CreateBranch(name string, head object.ID, start string) error {
 	if err := CheckBranchName(name); err != nil {
 		return err
 	}
-	if hexRef.MatchString(name) {
-		// Refs resolve to a branch first: it would hide the commits
-		// and layers whose ids start so.
-		matches, err := t.s.findPrefix(t.ctx, strings.ToLower(name))
-		if err != nil {
-			return fmt.Errorf("create branch %q: %w", name, err)
-		}
-		if len(matches) > 0 {
-			return fmt.Errorf("branch name %q: it would hide %s %s, whose id starts so: %w", name, matches[0].kind, matches[0].id.Short(), ErrBadName)
-		}
-	}
 	// As in git, "team" and "team/alice" cannot both be branches: a
 	// mount's branches/ directory shows each as a path.
 	var clash string
@@ -213,10 +202,16 @@ func (t *RefTx) appendLayer(commit, base object.ID) error {
 	return nil
 }
 
-// DeleteBranch removes a branch record. Its commits stay.
-func (t *RefTx) DeleteBranch(name string) error {
+// DeleteBranch removes a branch record. Its commits stay. Unless force is
+// set, a branch with Leases on it is refused.
+func (t *RefTx) DeleteBranch(name string, force bool) error {
 	if name == MainBranch {
 		return fmt.Errorf("branch %q cannot be deleted: %w", name, ErrBadName)
+	}
+	if !force {
+		if err := t.refuseLeased(name); err != nil {
+			return err
+		}
 	}
 	res, err := t.tx.ExecContext(t.ctx, `DELETE FROM branches WHERE name = ?`, name)
 	if err != nil {
@@ -226,6 +221,35 @@ func (t *RefTx) DeleteBranch(name string) error {
 		return fmt.Errorf("branch %q: %w", name, ErrNotFound)
 	}
 	return nil
+}
+
+// refuseLeased refuses a branch with Leases on it, naming up to five.
+func (t *RefTx) refuseLeased(branch string) error {
+	rows, err := t.tx.QueryContext(t.ctx, `SELECT id, holder FROM leases WHERE branch = ? ORDER BY id`, branch)
+	if err != nil {
+		return fmt.Errorf("leases on branch %q: %w", branch, err)
+	}
+	defer rows.Close()
+	var held []string
+	for rows.Next() {
+		var id, holder string
+		if err := rows.Scan(&id, &holder); err != nil {
+			return err
+		}
+		if len(held) < 5 {
+			held = append(held, fmt.Sprintf("%s (held by %s)", id, holder))
+		} else if len(held) == 5 {
+			held = append(held, "...")
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	return fmt.Errorf("branch %q: Workspaces are leased on it: %s; end them first, or delete with force (their next commit will find no branch): %w",
+		branch, strings.Join(held, ", "), ErrInUse)
 }
 
 // countStages credits each Stage with the objects the transaction wrote.

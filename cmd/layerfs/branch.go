@@ -6,16 +6,23 @@ import (
 	"time"
 )
 
+var branchFlags struct{ force bool }
+
 func init() {
 	register(&command{
 		name:    "branch",
-		args:    "list | fork NAME FROM | delete NAME",
+		args:    "list | fork NAME FROM | delete [--force] NAME",
 		summary: "list, fork or delete branches",
 		help: `list shows every branch with its head. fork NAME FROM makes a new branch at
 FROM — a branch, a commit id or unique prefix, a layer (L<n> or its id), or
 any of these with ~N for the Nth parent — by writing one record; nothing is
-copied. delete NAME removes the branch record; its commits stay.`,
-		flags: func(c *cli) { c.jsonFlag() },
+copied. delete NAME removes the branch record; its commits stay. A branch
+that Workspaces are leased on is refused, naming them (exit 4): end them
+first, or delete with --force, and their next commit finds no branch.`,
+		flags: func(c *cli) {
+			c.jsonFlag()
+			c.fs.BoolVar(&branchFlags.force, "force", false, "delete a branch even if Workspaces are leased on it")
+		},
 		run:   runBranch,
 	})
 }
@@ -60,7 +67,7 @@ func runBranch(c *cli, args []string) error {
 		if err := c.want(args, 2, 2); err != nil {
 			return err
 		}
-		if err := s.DeleteBranch(args[1]); err != nil {
+		if err := s.DeleteBranch(args[1], branchFlags.force); err != nil {
 			return err
 		}
 		if c.json {

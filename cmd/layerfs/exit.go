@@ -42,6 +42,7 @@ var exitCodes = []struct {
 	{layerfs.ErrManyMatch, exitConflict},
 	{layerfs.ErrExists, exitConflict},
 	{store.ErrExists, exitConflict},
+	{store.ErrInUse, exitConflict},
 	{store.ErrAmbiguous, exitConflict},
 	{sessions.ErrStateInUse, exitConflict},
 	{store.ErrStale, exitConflict},
