@@ -23,7 +23,7 @@ first, or delete with --force, and their next commit finds no branch.`,
 			c.jsonFlag()
 			c.fs.BoolVar(&branchFlags.force, "force", false, "delete a branch even if Workspaces are leased on it")
 		},
-		run:   runBranch,
+		run: runBranch,
 	})
 }
 
