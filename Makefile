@@ -2,6 +2,10 @@
 GO        ?= go
 BIN       ?= bin
 PREFIX    ?= /usr/local
+# Stamp the commit into the binary (layerfs --version) where git can read
+# the checkout; a GOFLAGS of -buildvcs=false, as some machines set, is
+# overridden only then.
+BUILDVCS  := $(shell git rev-parse --git-dir >/dev/null 2>&1 && echo auto || echo false)
 # Unit packages run with the race detector; integration/ needs root, FUSE
 # and overlayfs, and skips cleanly without them (fails with LAYERFS_REQUIRE_ROOT=1).
 UNIT       = $(shell $(GO) list ./... | grep -v -e /integration -e /bench)
@@ -9,7 +13,7 @@ UNIT       = $(shell $(GO) list ./... | grep -v -e /integration -e /bench)
 .PHONY: build test test-race test-unit test-integration lint bench install demo roundtrip clean
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -buildvcs=$(BUILDVCS) -o $(BIN)/ ./cmd/...
 
 test: lint test-race test-integration
 

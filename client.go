@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"syscall"
 
 	"github.com/layerfs/layerfs/api"
 )
@@ -51,7 +52,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("daemon at %s: %w", c.socket, err)
+		return c.requestError(err)
 	}
 	defer func() {
 		// Read to the end, so the connection is kept for the next request:
@@ -76,6 +77,15 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return nil
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// requestError describes a request that reached no daemon: no socket
+// there, or nobody listening on it, says so plainly.
+func (c *Client) requestError(err error) error {
+	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("no daemon listening on %s (start one with layerfs daemon, or name its socket): %w", c.socket, err)
+	}
+	return fmt.Errorf("daemon at %s: %w", c.socket, err)
 }
 
 func decodeError(resp *http.Response) error {
@@ -128,7 +138,7 @@ func (c *Client) ExecStream(ctx context.Context, id string, req api.ExecRequest,
 	}
 	resp, err := c.http.Do(hreq)
 	if err != nil {
-		return api.ExecResult{}, fmt.Errorf("daemon at %s: %w", c.socket, err)
+		return api.ExecResult{}, c.requestError(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 400 {

@@ -72,6 +72,12 @@ func (st *Store) Export(ref, dir string, opts ExportOptions) (*ExportResult, err
 }
 
 func prepareTarget(dir string) error {
+	if dir == "" {
+		return fmt.Errorf("no target directory: %w", store.ErrBadPath)
+	}
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		return fmt.Errorf("target %s is not a directory: %w", dir, store.ErrBadPath)
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

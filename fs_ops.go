@@ -183,6 +183,12 @@ func (b *Batch) Move(from, to string) error {
 		return fmt.Errorf("move %s: %w", from, store.ErrNotFound)
 	}
 	if strings.HasPrefix(to+"/", from+"/") {
+		if to == from {
+			return fmt.Errorf("move %s onto itself: %w", from, store.ErrBadPath)
+		}
+		if e.Type != store.TypeDir {
+			return fmt.Errorf("move %s to %s: %s is not a directory: %w", from, to, from, store.ErrBadPath)
+		}
 		return fmt.Errorf("move %s into itself (%s): %w", from, to, store.ErrBadPath)
 	}
 	if _, exists, err := b.lookup(to); err != nil || exists {

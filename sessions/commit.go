@@ -87,7 +87,10 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	}
 	msg := req.Message
 	if msg == "" {
-		msg = fmt.Sprintf("%s: %d paths", w.rec.ID, c.Paths)
+		msg = fmt.Sprintf("%s: %d path", w.rec.ID, c.Paths)
+		if c.Paths != 1 {
+			msg += "s"
+		}
 	}
 	// The Lease moves to the new Commit in the transaction that lands it,
 	// which saves the switch to the new head a transaction of its own.

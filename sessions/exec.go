@@ -37,6 +37,9 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, strea
 	if len(req.Argv) == 0 || req.Argv[0] == "" {
 		return api.ExecResult{}, fmt.Errorf("%w: exec needs argv", ErrBadRequest)
 	}
+	if req.TimeoutMS < 0 {
+		return api.ExecResult{}, fmt.Errorf("%w: timeout_ms %d: want 0 (none) or more", ErrBadRequest, req.TimeoutMS)
+	}
 	for _, kv := range req.Env {
 		if !strings.Contains(kv, "=") {
 			return api.ExecResult{}, fmt.Errorf("%w: env %q: want KEY=VALUE", ErrBadRequest, kv)

@@ -57,6 +57,12 @@ func runDaemon(c *cli, args []string) error {
 	if err := c.want(args, 0, 0); err != nil {
 		return err
 	}
+	if daemonFlags.max <= 0 {
+		return fmt.Errorf("%w: --max-workspaces %d: want 1 or more", errUsage, daemonFlags.max)
+	}
+	if given(c, "volume-size") && daemonFlags.volumeGiB <= 0 {
+		return fmt.Errorf("%w: --volume-size %d: want 1 GiB or more (leave it out for the default)", errUsage, daemonFlags.volumeGiB)
+	}
 	st, err := c.open(false)
 	if err != nil {
 		return err

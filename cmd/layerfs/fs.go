@@ -91,6 +91,15 @@ func splitTarget(s string) (ref, path string) {
 	return ref, path
 }
 
+// needPath refuses an empty PATH, which would name the root: no verb but
+// stat (and ls) takes the root, and "read : is a directory" helps nobody.
+func needPath(arg, path string) error {
+	if path == "" {
+		return fmt.Errorf("%w: %q names no path: want [REF:]PATH", errUsage, arg)
+	}
+	return nil
+}
+
 // fsTarget takes the one [REF:]PATH argument of an fs verb and opens an
 // FS on its ref.
 func fsTarget(c *cli, args []string) (*layerfs.FS, string, error) {

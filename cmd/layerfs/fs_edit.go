@@ -39,6 +39,9 @@ func runFSEdit(c *cli, args []string) error {
 		return fmt.Errorf("%w: give --old TEXT and --new TEXT (--new '' deletes)", errUsage)
 	}
 	ref, path := splitTarget(args[0])
+	if err := needPath(args[0], path); err != nil {
+		return err
+	}
 	return mutate(c, ref, func(f *layerfs.FS, cl layerfs.Call) (*layerfs.Result, error) {
 		return f.Edit(path, editFlags.old, editFlags.new, editFlags.all, cl)
 	})

@@ -29,7 +29,7 @@ func runFSLs(c *cli, args []string) error {
 	}
 	f, err := openFS(c, ref)
 	if err != nil {
-		return err
+		return refOrPath(args, err)
 	}
 	list, err := f.List(dir)
 	if err != nil {

@@ -21,6 +21,9 @@ func runFSMkdir(c *cli, args []string) error {
 		return err
 	}
 	ref, path := splitTarget(args[0])
+	if err := needPath(args[0], path); err != nil {
+		return err
+	}
 	return mutate(c, ref, func(f *layerfs.FS, cl layerfs.Call) (*layerfs.Result, error) {
 		return f.Mkdir(path, cl)
 	})

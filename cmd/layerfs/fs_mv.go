@@ -24,6 +24,11 @@ func runFSMv(c *cli, args []string) error {
 	}
 	ref, from := splitTarget(args[0])
 	ref2, to := splitTarget(args[1])
+	for i, p := range []string{from, to} {
+		if err := needPath(args[i], p); err != nil {
+			return err
+		}
+	}
 	if ref2 != ref {
 		return fmt.Errorf("%w: mv works within one branch: %s and %s", errUsage, ref, ref2)
 	}

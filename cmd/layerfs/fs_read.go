@@ -34,6 +34,9 @@ func runFSRead(c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := needPath(args[0], path); err != nil {
+		return err
+	}
 	data, err := f.Read(path)
 	if err != nil {
 		return err

@@ -28,6 +28,9 @@ func runFSRm(c *cli, args []string) error {
 		return err
 	}
 	ref, path := splitTarget(args[0])
+	if err := needPath(args[0], path); err != nil {
+		return err
+	}
 	return mutate(c, ref, func(f *layerfs.FS, cl layerfs.Call) (*layerfs.Result, error) {
 		if !rmFlags.recursive {
 			if err := refuseDir(f, path); err != nil {

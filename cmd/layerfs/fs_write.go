@@ -25,6 +25,9 @@ func runFSWrite(c *cli, args []string) error {
 		return err
 	}
 	ref, path := splitTarget(args[0])
+	if err := needPath(args[0], path); err != nil {
+		return err
+	}
 	data, err := io.ReadAll(stdin)
 	if err != nil {
 		return fmt.Errorf("read stdin: %w", err)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -46,6 +47,15 @@ func toEntryJSON(e *store.Entry) entryJSON {
 	return j
 }
 
+// refOrPath adds to an unknown ref, given without ':', that ls reads the
+// part before ':' as the ref: layerfs ls src meant main:src, likely.
+func refOrPath(args []string, err error) error {
+	if len(args) == 1 && !strings.Contains(args[0], ":") && errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("%w (a directory is named after the ref: main:%s)", err, args[0])
+	}
+	return err
+}
+
 func runLs(c *cli, args []string) error {
 	if err := c.want(args, 1, 1); err != nil {
 		return err
@@ -59,7 +69,7 @@ func runLs(c *cli, args []string) error {
 	path = strings.TrimSuffix(path, "/") // main:src/ lists src, as ls does
 	root, _, err := s.CommitRoot(ref)
 	if err != nil {
-		return err
+		return refOrPath(args, err)
 	}
 	e, err := s.Lookup(root, path)
 	if err != nil {

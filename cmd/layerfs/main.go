@@ -54,6 +54,10 @@ func runTo(args []string, stdout *errWriter, stderr io.Writer) int {
 		return exitUsage
 	}
 	if isHelp(args[0]) {
+		if len(args) > 1 && isHelp(args[1]) { // help help
+			usage(stdout)
+			return exitOK
+		}
 		if len(args) > 1 { // help CMD [VERB]: the command's own
 			if cmd, ok := commands[args[1]]; ok {
 				cmd, _ = verb(cmd, args[1:])
@@ -69,6 +73,10 @@ func runTo(args []string, stdout *errWriter, stderr io.Writer) int {
 	if args[0] == "--version" || args[0] == "version" {
 		fmt.Fprintln(stdout, "layerfs", version())
 		return exitOK
+	}
+	if args[0] == "-version" || args[0] == "-v" {
+		fmt.Fprintf(stderr, "layerfs: %s: did you mean --version?\n", args[0])
+		return exitUsage
 	}
 	cmd, ok := commands[args[0]]
 	if !ok && strings.HasPrefix(args[0], "-") {
@@ -134,15 +142,15 @@ func version() string {
 	if !ok {
 		return "(unknown)"
 	}
+	// Go stamps a pseudo-version naming the commit (and +dirty) where
+	// it can; a build with -buildvcs=false has "(devel)" and no commit.
 	v := bi.Main.Version
 	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
+		switch {
+		case s.Key == "vcs.revision" && !strings.Contains(v, s.Value[:min(12, len(s.Value))]):
 			v += " " + s.Value[:min(12, len(s.Value))]
-		case "vcs.modified":
-			if s.Value == "true" {
-				v += " (modified)"
-			}
+		case s.Key == "vcs.modified" && s.Value == "true" && !strings.HasSuffix(v, "+dirty"):
+			v += " (modified)"
 		}
 	}
 	return v

@@ -80,13 +80,12 @@ type mergeJSON struct {
 	resultJSON
 	FastForward bool     `json:"fast_forward,omitempty"`
 	Merged      []string `json:"merged,omitempty"`
-	LWW         any      `json:"lww,omitempty"`
 }
 
 func reportMerge(c *cli, into string, res *layerfs.Result) error {
 	if c.json {
-		j := mergeJSON{resultJSON: resultJSON{Status: res.Status.String(), Branch: into, Head: res.Head.String(), Paths: res.Paths},
-			FastForward: res.FastForward, LWW: res.LWW}
+		j := mergeJSON{resultJSON: resultJSON{Status: res.Status.String(), Branch: into, Head: res.Head.String(), Paths: res.Paths, LWW: res.LWW},
+			FastForward: res.FastForward}
 		if res.Status == publish.Committed {
 			j.Commit = res.Commit.String()
 		}

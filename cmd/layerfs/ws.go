@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -42,7 +44,9 @@ func init() {
 		noStore: true,
 		args:    "create | ls | inspect ID | exec ID -- ARGV... | commit ID | discard ID | end ID",
 		summary: "create, use, commit and end Workspaces (through the daemon)",
-		help: `Talks to the daemon on --socket (or $LAYERFS_SOCKET).
+		help: `Talks to the daemon on --socket (default $LAYERFS_SOCKET, else the daemon's
+default, /var/lib/layerfs/daemon.sock). Each subcommand takes only its own
+flags, shown below.
 
   create [--branch B] [--path P]   a Workspace of branch B (default main), seen at P
                                    (default /workspace) by the commands run in it
@@ -69,7 +73,7 @@ func init() {
   end ID [--discard]               unmount and remove it; refused while it holds
                                    uncommitted changes unless --discard`,
 		flags: func(c *cli) {
-			c.fs.StringVar(&wsFlags.socket, "socket", os.Getenv("LAYERFS_SOCKET"), "the daemon's unix socket `PATH`")
+			c.fs.StringVar(&wsFlags.socket, "socket", os.Getenv("LAYERFS_SOCKET"), "the daemon's unix socket `PATH` (default $LAYERFS_SOCKET, else "+defaultSocket+")")
 			c.fs.StringVar(&wsFlags.branch, "branch", "main", "branch to create a Workspace of")
 			c.fs.StringVar(&wsFlags.path, "path", api.DefaultPath, "where the Workspace appears to its commands")
 			c.fs.StringVar(&wsFlags.cwd, "cwd", "", "working directory for exec: relative to the Workspace, or absolute as its commands see the filesystem")
@@ -113,8 +117,14 @@ func runWS(c *cli, args []string) error {
 		// would surprise.
 		return fmt.Errorf("%w: layerfs ws %s takes one ID (got %d arguments)", errUsage, sub, len(rest))
 	}
+	if err := checkWSFlags(c, sub); err != nil {
+		return err
+	}
+	if wsFlags.timeout < 0 {
+		return fmt.Errorf("%w: --timeout %s: want 0 (none) or more", errUsage, wsFlags.timeout)
+	}
 	if wsFlags.socket == "" {
-		return fmt.Errorf("%w: no daemon socket: pass --socket PATH or set LAYERFS_SOCKET", errUsage)
+		wsFlags.socket = defaultSocket
 	}
 	cl := layerfs.Dial(wsFlags.socket)
 	ctx := context.Background()
@@ -136,9 +146,47 @@ func runWS(c *cli, args []string) error {
 		res, err := cl.Discard(ctx, rest[0], wsFlags.all)
 		return c.show(res, err, func() { printDiscard(c, res) })
 	case "end":
-		return cl.End(ctx, rest[0], wsFlags.discard)
+		err := cl.End(ctx, rest[0], wsFlags.discard)
+		return c.show(struct {
+			ID    string `json:"id"`
+			Ended bool   `json:"ended"`
+		}{rest[0], true}, err, func() {})
 	}
 	return fmt.Errorf("%w: unknown ws subcommand %q", errUsage, sub)
+}
+
+// defaultSocket is where the daemon listens by default (its default
+// state directory's daemon.sock).
+const defaultSocket = "/var/lib/layerfs/daemon.sock"
+
+// wsSubFlags lists the flags each ws subcommand takes, besides --socket,
+// --json and --help: a flag another subcommand takes is refused rather
+// than ignored (ws commit --discard would commit).
+var wsSubFlags = map[string][]string{
+	"create":  {"branch", "path"},
+	"ls":      {},
+	"inspect": {},
+	"exec":    {"cwd", "env", "timeout", "isolate-network", "stdin"},
+	"commit":  {"message", "m", "force", "allow-running"},
+	"discard": {"all"},
+	"end":     {"discard"},
+}
+
+func checkWSFlags(c *cli, sub string) error {
+	var bad []string
+	c.fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "socket", "json", "help":
+			return
+		}
+		if !slices.Contains(wsSubFlags[sub], f.Name) {
+			bad = append(bad, "--"+f.Name)
+		}
+	})
+	if len(bad) > 0 {
+		return fmt.Errorf("%w: ws %s does not take %s (see layerfs help ws)", errUsage, sub, strings.Join(bad, ", "))
+	}
+	return nil
 }
 
 // show prints v as JSON with --json, else calls human.
@@ -156,7 +204,7 @@ func (c *cli) show(v any, err error, human func()) error {
 func printWorkspaces(c *cli, ws []api.Workspace) {
 	w := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
 	for _, x := range ws {
-		fmt.Fprintf(w, "%s\t%s\t%.12s\t%s\t%d commits\n", x.ID, x.Branch, x.Lease, x.HostPath, x.Commits)
+		fmt.Fprintf(w, "%s\t%s\t%.12s\t%s\t%s\n", x.ID, x.Branch, x.Lease, x.HostPath, plural(x.Commits, "commit"))
 	}
 	w.Flush()
 }
@@ -194,7 +242,13 @@ func wsExec(c *cli, cl *layerfs.Client, id string, argv []string) error {
 		if err != nil {
 			return err
 		}
-		return c.printJSON(res)
+		if err := c.printJSON(res); err != nil {
+			return err
+		}
+		if res.ExitCode != 0 {
+			return &exitStatus{res.ExitCode}
+		}
+		return nil
 	}
 	res, err := cl.ExecStream(context.Background(), id, req, func(ev api.ExecEvent) {
 		if ev.Stream == "stderr" {
@@ -274,7 +328,7 @@ func wsCommit(c *cli, cl *layerfs.Client, id string) error {
 		case api.StatusCommitted:
 			fmt.Fprintf(c.out, "committed %.12s on %s\n", res.Commit, res.Workspace.Branch)
 		case api.StatusUpToDate:
-			fmt.Fprintf(c.out, "up to date at %.12s\n", res.Head)
+			fmt.Fprintf(c.out, "up-to-date: nothing to commit; %s is at %.12s\n", res.Workspace.Branch, res.Head)
 		case api.StatusConflict:
 			fmt.Fprintf(c.out, "conflict with head %.12s: %s\n", res.Head, strings.Join(res.Paths, " "))
 			if len(res.Markers) > 0 {
@@ -292,11 +346,19 @@ func wsCommit(c *cli, cl *layerfs.Client, id string) error {
 			fmt.Fprintf(c.out, "lww: %s taken from %s\n", d.Path, d.Winner)
 		}
 		printUncommitted(c, res.Kept, res.Dropped, "the head")
-		fmt.Fprintf(c.out, "%d paths, %d bytes hashed, %d objects new, %d reused, %d bytes stored; %.1f ms (capture %.1f, lock %.1f, remount %.1f)\n",
-			r.PathsCaptured, r.BytesHashed, r.ObjectsNew, r.ObjectsReused, r.BytesStored, r.TotalMS, r.CaptureMS, r.LockMS, r.RemountMS)
+		fmt.Fprintf(c.out, "%s, %d bytes hashed, %d objects new, %d reused, %d bytes stored; %.1f ms (capture %.1f, lock %.1f, remount %.1f)\n",
+			plural(r.PathsCaptured, "path"), r.BytesHashed, r.ObjectsNew, r.ObjectsReused, r.BytesStored, r.TotalMS, r.CaptureMS, r.LockMS, r.RemountMS)
 	}
 	if res.Status == api.StatusConflict {
 		return fmt.Errorf("%w: %s", errConflict, strings.Join(res.Paths, ", "))
 	}
 	return nil
+}
+
+// plural is "1 commit", "2 commits".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
