@@ -456,6 +456,11 @@ func TestDaemonStartsOverDeadFUSEMount(t *testing.T) {
 		t.Fatalf("stat of the dead mount: %v, want ENOTCONN", err)
 	}
 	p := startDaemonProc(t, storePath, stateDir)
+	// The same socket: refused before the state directory is looked at,
+	// naming the daemon there too.
+	if _, err := sessions.Listen(p.socket); !errors.Is(err, sessions.ErrSocketInUse) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", p.cmd.Process.Pid)) {
+		t.Fatalf("listen on a served socket: %v; want ErrSocketInUse naming pid %d", err, p.cmd.Process.Pid)
+	}
 	w, err := p.client.Create(context.Background(), api.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)

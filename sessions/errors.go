@@ -18,6 +18,8 @@ var (
 	ErrRunning = errors.New("processes still run in the workspace")
 	// ErrClosed: the daemon is shutting down.
 	ErrClosed = errors.New("daemon is shutting down")
+	// ErrSocketInUse: another daemon serves the socket.
+	ErrSocketInUse = errors.New("socket in use")
 	// ErrStateInUse: another daemon holds the state directory.
 	ErrStateInUse = errors.New("state directory in use")
 )

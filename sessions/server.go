@@ -19,6 +19,7 @@ import (
 	"github.com/layerfs/layerfs/api"
 	"github.com/layerfs/layerfs/publish"
 	"github.com/layerfs/layerfs/store"
+	"golang.org/x/sys/unix"
 )
 
 // Listen opens the daemon's unix socket at path, mode 0600. A stale
@@ -32,10 +33,14 @@ func Listen(path string) (net.Listener, error) {
 		if err != nil {
 			break // stale, or gone
 		}
-		live := answers(c)
+		live, pid := answers(c), peerPID(c)
 		c.Close()
 		if live {
-			return nil, fmt.Errorf("listen on %s: another daemon is serving it", path)
+			who := "another daemon"
+			if pid > 0 {
+				who = fmt.Sprintf("another daemon (pid %d)", pid)
+			}
+			return nil, fmt.Errorf("listen on %s: %s is serving it: %w", path, who, ErrSocketInUse)
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("listen on %s: a process takes connections there but does not answer them", path)
@@ -56,6 +61,25 @@ func Listen(path string) (net.Listener, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// peerPID is the pid of the process that accepted unix connection c, or 0.
+func peerPID(c net.Conn) int {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return 0
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	pid := 0
+	raw.Control(func(fd uintptr) {
+		if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
+			pid = int(cred.Pid)
+		}
+	})
+	return pid
 }
 
 // answers reports whether what took connection c answers a request for

@@ -45,6 +45,7 @@ var exitCodes = []struct {
 	{store.ErrInUse, exitConflict},
 	{store.ErrAmbiguous, exitConflict},
 	{sessions.ErrStateInUse, exitConflict},
+	{sessions.ErrSocketInUse, exitConflict},
 	{store.ErrStale, exitConflict},
 	{layerfs.ErrInitialized, exitConflict},
 	{layerfs.ErrNotEmpty, exitConflict},
