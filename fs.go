@@ -31,6 +31,7 @@ type FS struct {
 // Errors of file calls, besides store.ErrNotFound and store.ErrBadPath.
 var (
 	ErrIsDir      = errors.New("is a directory")
+	ErrIsSymlink  = errors.New("is a symlink")
 	ErrNotDir     = errors.New("not a directory")
 	ErrExists     = errors.New("file exists")
 	ErrBinary     = errors.New("binary file")

@@ -189,7 +189,7 @@ func (b *Batch) file(p string) (store.Entry, error) {
 	case e.Type == store.TypeDir:
 		return e, fmt.Errorf("%s: %w", p, ErrIsDir)
 	case e.Type == store.TypeSymlink:
-		return e, fmt.Errorf("%s is a symlink: %w", p, store.ErrBadPath)
+		return e, fmt.Errorf("%s: %w (to %q)", p, ErrIsSymlink, e.Target)
 	}
 	return e, nil
 }

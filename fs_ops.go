@@ -2,6 +2,7 @@ package layerfs
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -39,6 +40,11 @@ func (b *Batch) writable(p string) (store.Entry, bool, error) {
 	}
 	if exists && old.Type == store.TypeDir {
 		return old, exists, fmt.Errorf("write %s: %w", p, ErrIsDir)
+	}
+	if exists && old.Type == store.TypeSymlink {
+		// Not replaced by a file, silently; nor written through, which
+		// a target outside the tree could not be.
+		return old, exists, fmt.Errorf("write %s: %w (to %q): write its target, or remove it first", p, ErrIsSymlink, old.Target)
 	}
 	return old, exists, b.checkParent(p)
 }
@@ -235,10 +241,10 @@ func (b *Batch) Symlink(p, target string) error {
 	if target == "" || strings.IndexByte(target, 0) >= 0 {
 		return fmt.Errorf("symlink %s: empty target or NUL byte: %w", p, store.ErrBadPath)
 	}
-	if _, exists, err := b.writable(p); err != nil {
-		return err
-	} else if exists {
+	if _, exists, err := b.writable(p); exists && (err == nil || errors.Is(err, ErrIsSymlink)) {
 		return fmt.Errorf("symlink %s: %w", p, ErrExists)
+	} else if err != nil {
+		return err
 	}
 	b.set(p, &publish.Change{Entry: &store.Entry{Type: store.TypeSymlink, Mode: 0o777, Target: target,
 		Size: int64(len(target)), UID: uint32(os.Geteuid()), GID: uint32(os.Getegid()), MTime: b.now}})

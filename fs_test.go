@@ -249,6 +249,26 @@ func TestBatchAndTreeOps(t *testing.T) {
 	if len(list) != 2 || list[0].Name != "e" || list[1].Name != "link" {
 		t.Errorf("list: %+v", list)
 	}
+	// A symlink is neither replaced by a file nor written through.
+	for name, call := range map[string]func() (*Result, error){
+		"write":   func() (*Result, error) { return f.Write("d/link", []byte("x")) },
+		"append":  func() (*Result, error) { return f.Append("d/link", []byte("x")) },
+		"writeAt": func() (*Result, error) { return f.WriteAt("d/link", 0, []byte("x")) },
+		"edit":    func() (*Result, error) { return f.Edit("d/link", "e", "x", false) },
+		"symlink": func() (*Result, error) { return f.Symlink("d/link", "elsewhere") },
+	} {
+		_, err := call()
+		want := ErrIsSymlink
+		if name == "symlink" {
+			want = ErrExists
+		}
+		if !errors.Is(err, want) {
+			t.Errorf("%s over a symlink: %v, want %v", name, err, want)
+		}
+	}
+	if info, _ := f.Stat("d/link"); info.Kind != "symlink" || info.Target != "e/f.txt" {
+		t.Errorf("the symlink after refused writes: %+v", info)
+	}
 }
 
 func TestWriteAtCostsTheChange(t *testing.T) {

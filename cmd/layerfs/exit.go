@@ -30,6 +30,7 @@ var exitCodes = []struct {
 	{store.ErrBadPath, exitUsage},
 	{store.ErrSquash, exitUsage},
 	{layerfs.ErrIsDir, exitUsage},
+	{layerfs.ErrIsSymlink, exitUsage},
 	{layerfs.ErrNotDir, exitUsage},
 	{layerfs.ErrBinary, exitUsage},
 	{layerfs.ErrReadOnlyFS, exitUsage},
