@@ -82,6 +82,6 @@ func runSquash(c *cli, args []string) error {
 	if c.json {
 		return c.printJSON(layerJSON{Name: l.Name(), Seq: l.Seq, ID: l.ID.String(), Commit: l.Commit.String()})
 	}
-	fmt.Fprintf(c.out, "squashed %s..%s into %s (%s)\n", args[0], args[1], l.Name(), l.ID.Short())
+	fmt.Fprintf(c.out, "squashed %s..%s into %s (commit %s)\n", args[0], args[1], l.Name(), l.Commit.Short())
 	return nil
 }
