@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -272,8 +273,14 @@ func TestWorkspaceRebaseCopiesMetacopyUp(t *testing.T) {
 		if got := d.sh(t, a.ID, "stat -c %a moved.bin"); got != "600\n" {
 			t.Errorf("volume %q: moved.bin mode %q after the rebase", cfg.Volume, got)
 		}
-		d.sh(t, a.ID, "rm -f big.bin")
-		d.commit(t, a.ID, api.StatusCommitted)
+		// The deletions that conflicted are still this Workspace's
+		// version: refused until forced (there is nothing to rm).
+		if _, err := d.Commit(a.ID, api.CommitRequest{}); !errors.Is(err, sessions.ErrUnsettled) {
+			t.Fatalf("volume %q: commit over the unsettled deletions: %v", cfg.Volume, err)
+		}
+		if res, err := d.Commit(a.ID, api.CommitRequest{Force: true}); err != nil || res.Status != api.StatusCommitted {
+			t.Fatalf("volume %q: forced commit: %+v %v", cfg.Volume, res, err)
+		}
 		if got := d.read(t, "main", "moved.bin"); got != string(orig) {
 			t.Fatalf("volume %q: committed moved.bin differs from what was renamed", cfg.Volume)
 		}
