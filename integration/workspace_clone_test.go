@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -328,4 +329,40 @@ func lookSbin(name string) (string, error) {
 		}
 	}
 	return p, err
+}
+
+// TestWorkspaceRebaseOnFullVolume: a conflict's rebase that cannot write
+// its marker blocks (another Workspace filled the volume) fails, keeps the
+// Workspace's own version of the file, and leaves the Workspace usable:
+// its view is shown again (read-only while the volume is full: overlayfs
+// cannot make its work directory), and once there is space the commit
+// conflicts and writes its markers as usual.
+func TestWorkspaceRebaseOnFullVolume(t *testing.T) {
+	needVolume(t)
+	d := startDaemon(t, map[string]string{"t.txt": "one\ntwo\n"}, sessions.Config{VolumeSize: 512 << 20})
+	a, b, c := d.create(t, "main"), d.create(t, "main"), d.create(t, "main")
+	d.sh(t, a.ID, "echo 'one by a' > t.txt")
+	d.commit(t, a.ID, api.StatusCommitted)
+	// b's t.txt fills one block; with marker blocks it needs two.
+	d.sh(t, b.ID, "{ echo 'one by b'; head -c 4000 /dev/zero | tr '\\0' x; echo; } > t.txt")
+	d.exec(t, c.ID, nil, "sh", "-c", "dd if=/dev/zero of=fill bs=1M count=1024 status=none; dd if=/dev/zero of=rest bs=4k status=none; sync")
+	if _, err := d.Commit(b.ID, api.CommitRequest{}); err == nil || !strings.Contains(err.Error(), "no space left") {
+		t.Fatalf("rebase on a full volume: %v", err)
+	}
+	if got := d.sh(t, b.ID, "head -1 t.txt"); got != "one by b\n" {
+		t.Fatalf("b's t.txt after the failed rebase: %q", got)
+	}
+	if w, err := d.Inspect(b.ID); err != nil || !slices.Contains(w.Pending, "t.txt") {
+		t.Fatalf("inspect after the failed rebase: %+v %v", w, err)
+	}
+	d.sh(t, c.ID, "rm fill rest")
+	res := d.commit(t, b.ID, api.StatusConflict)
+	if len(res.Markers) != 1 {
+		t.Fatalf("markers %v", res.Markers)
+	}
+	if got := d.sh(t, b.ID, "cat t.txt"); !strings.Contains(got, "<<<<<<< ours\none by b\n") {
+		t.Fatalf("b's t.txt after the rebase: %q", got)
+	}
+	d.sh(t, b.ID, "echo 'one by a and b' > t.txt")
+	d.commit(t, b.ID, api.StatusCommitted)
 }

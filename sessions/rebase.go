@@ -56,6 +56,31 @@ func (w *workspace) rebase(res *publish.Result, c *publish.Capture) (markers []s
 	if err := unmount(w.hostPath()); err != nil {
 		return nil, nil, err
 	}
+	// Failing from here (a full disk while marker blocks are written,
+	// say), the Workspace must not be left without a view: every later
+	// call would fail on it. It is shown again as it stands, on its old
+	// lease, with what the rebase rewrote so far.
+	oldLease, oldGen, oldUpper, shown := w.rec.Lease, w.rec.Gen, w.upper(), false
+	defer func() {
+		if err == nil || shown {
+			return
+		}
+		if moved := w.dir("upper-" + fmt.Sprint(oldGen+1)); w.rec.Gen != oldGen {
+			os.Rename(moved, oldUpper) // a no-op if it was not moved yet
+		}
+		w.rec.Lease, w.rec.Gen = oldLease, oldGen
+		w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, w.rec.lease())
+		// A work directory a volatile overlay used is refused again:
+		// emptied (what it holds only frees space; a new one could not
+		// be made on a full disk), it is taken as new.
+		serr := emptyDir(w.work())
+		if serr == nil {
+			serr = w.show(nil)
+		}
+		if serr != nil {
+			w.logf("the view could not be shown again after a failed rebase: %v", serr)
+		}
+	}()
 	markers, err = w.rewriteUpper(res, c, settle.opaque)
 	if err != nil {
 		return nil, nil, err
@@ -80,8 +105,23 @@ func (w *workspace) rebase(res *publish.Result, c *publish.Capture) (markers []s
 	if err := w.show(nil); err != nil {
 		return nil, nil, err
 	}
+	shown = true
 	removeInBackground(oldWork)
 	return markers, dropped, w.rec.save(w.dir())
+}
+
+// emptyDir removes everything in dir, keeping dir.
+func emptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // rewriteUpper edits the (unmounted) upperdir as rebase describes; opaque
@@ -95,13 +135,13 @@ func (w *workspace) rewriteUpper(res *publish.Result, c *publish.Capture, opaque
 			continue // binary, type, delete or mode: ours stays for the agent to settle
 		}
 		text := strings.Join(pc.Merge.WithMarkers(res.Head.Short()), "")
-		if err := writeUpper(upper, pc.Path, []byte(text)); err != nil {
+		if err := writeUpper(upper, w.work(), pc.Path, []byte(text)); err != nil {
 			return nil, err
 		}
 		markers = append(markers, pc.Path)
 	}
 	for _, m := range res.Merged {
-		if err := writeUpper(upper, m.Path, m.Content); err != nil {
+		if err := writeUpper(upper, w.work(), m.Path, m.Content); err != nil {
 			return nil, err
 		}
 	}
@@ -130,7 +170,11 @@ func (w *workspace) rewriteUpper(res *publish.Result, c *publish.Capture, opaque
 }
 
 // writeUpper replaces a file's content in the upperdir, keeping its mode.
-func writeUpper(upper, path string, data []byte) error {
+// writeUpper puts data at path in the (unmounted) upperdir, in place of
+// what is there — a file, a whiteout, a symlink — which stays as it was
+// if the write fails (a full disk): the new file is written in work,
+// the overlay's work directory on the same filesystem, and renamed in.
+func writeUpper(upper, work, path string, data []byte) error {
 	full := filepath.Join(upper, filepath.FromSlash(path))
 	mode := os.FileMode(0o644)
 	if fi, err := os.Lstat(full); err == nil && fi.Mode().IsRegular() {
@@ -139,8 +183,25 @@ func writeUpper(upper, path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 		return err
 	}
-	os.Remove(full) // a whiteout or symlink there goes; the file takes its place
-	return os.WriteFile(full, data, mode)
+	f, err := os.CreateTemp(work, "rebase-")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), mode)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), full)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("write %s into the upperdir: %w", path, err)
+	}
+	return nil
 }
 
 func removeUpper(upper, path string) error {
