@@ -16,6 +16,7 @@ import (
 	"github.com/layerfs/layerfs"
 	"github.com/layerfs/layerfs/api"
 	"github.com/layerfs/layerfs/sessions"
+	"golang.org/x/sys/unix"
 )
 
 // testDaemon is an in-process daemon over a fresh Store initialized from
@@ -383,5 +384,49 @@ func TestConcurrentRequestsAndEnd(t *testing.T) {
 		if ends != 1 {
 			t.Fatalf("round %d: %d ends succeeded, want 1", i, ends)
 		}
+	}
+}
+
+// TestCommitOnFullStateDir: a commit that fills the disk the Workspace
+// records live on still records the new lease (the record is overwritten
+// in place when no new file fits), so a restart brings the Workspace back
+// on the Commit that landed, with what was changed after it, not on its
+// old lease with the committed changes pending again.
+func TestCommitOnFullStateDir(t *testing.T) {
+	stateDir := filepath.Join(t.TempDir(), "state")
+	if err := os.MkdirAll(stateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", stateDir, "tmpfs", 0, "size=24m"); err != nil {
+		t.Skipf("tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(stateDir, unix.MNT_DETACH) })
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{StateDir: stateDir})
+	w := d.create(t, "main")
+	// Fill the state directory's tmpfs from the Workspace: its upperdir
+	// is there. The space comes back once the commit's old upperdir is
+	// removed, in the background: the write after it may have to wait.
+	d.exec(t, w.ID, nil, "sh", "-c", "echo keep > keep.txt; head -c 30000000 /dev/zero > fill.bin; true")
+	res := d.commit(t, w.ID, api.StatusCommitted)
+	if r := d.exec(t, w.ID, nil, "sh", "-c", "rm fill.bin && for i in $(seq 50); do echo after 2>/dev/null > after.txt && exit 0; sleep 0.1; done; exit 1"); r.ExitCode != 0 {
+		t.Fatalf("after the commit: %s", r.Stderr)
+	}
+	if err := d.Daemon.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: stateDir, Self: layerfsBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Daemon = d2
+	got, err := d2.Inspect(w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Lease != res.Commit || got.Commits != 1 {
+		t.Fatalf("after restart: lease %.12s, %d commits; want the landed %.12s", got.Lease, got.Commits, res.Commit)
+	}
+	if strings.Join(got.Pending, " ") != "after.txt fill.bin" {
+		t.Fatalf("pending after restart: %v; want after.txt and the removal of fill.bin", got.Pending)
 	}
 }

@@ -1,10 +1,13 @@
 package sessions
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/layerfs/layerfs/object"
@@ -30,17 +33,50 @@ func (r *record) lease() object.ID {
 	return id
 }
 
-// save writes the record atomically: a crash leaves the old or the new one.
+// save writes the record atomically: a crash leaves the old or the new
+// one. On a full disk, where no new file can be written, it overwrites
+// the old record in place instead (see overwriteRecord): a record not
+// saved after a commit landed would take the Workspace back to its old
+// lease at the next start.
 func (r *record) save(dir string) error {
-	data, err := json.MarshalIndent(r, "", "  ")
+	data, err := jsonRecord(r)
 	if err != nil {
 		return err
 	}
 	tmp := filepath.Join(dir, "state.json.tmp")
 	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		os.Remove(tmp)
+		if errors.Is(err, syscall.ENOSPC) && overwriteRecord(filepath.Join(dir, "state.json"), data) == nil {
+			return nil
+		}
 		return fmt.Errorf("save workspace %s: %w", r.ID, err)
 	}
 	return os.Rename(tmp, filepath.Join(dir, "state.json"))
+}
+
+func jsonRecord(r *record) ([]byte, error) { return json.MarshalIndent(r, "", "  ") }
+
+// overwriteRecord writes data over the file at p, which exists, in the
+// blocks it has: padded with spaces (which JSON ignores) to the old size
+// if shorter, so that nothing of the old record is left after it, and no
+// truncate is needed.
+func overwriteRecord(p string, data []byte) error {
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if pad := st.Size() - int64(len(data)); pad > 0 {
+		data = append(data, bytes.Repeat([]byte(" "), int(pad))...)
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 func loadRecord(dir string) (*record, error) {
