@@ -430,3 +430,46 @@ func TestCommitOnFullStateDir(t *testing.T) {
 		t.Fatalf("pending after restart: %v; want after.txt and the removal of fill.bin", got.Pending)
 	}
 }
+
+// TestRestartRemovesOldGenerations: the upperdir of a generation before
+// the current one, whose removal a crash cut short, is removed at the
+// next start; one moved aside as unnamed writes is kept.
+func TestRestartRemovesOldGenerations(t *testing.T) {
+	// No volume: closed, the daemon leaves its Workspaces' directories
+	// where the test can reach them.
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{Volume: sessions.VolumeOff})
+	w := d.create(t, "main")
+	d.sh(t, w.ID, "echo b > b.txt")
+	d.commit(t, w.ID, api.StatusCommitted)
+	if err := d.Daemon.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(d.stateDir, "ws", w.ID)
+	old, aside := filepath.Join(dir, "upper-0"), filepath.Join(dir, "upper-0.kept-1")
+	for _, p := range []string{old, aside} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "b.txt"), []byte("b\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin, Volume: sessions.VolumeOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Daemon = d2
+	deadline := time.Now().Add(5 * time.Second)
+	for _, err := os.Stat(old); err == nil; _, err = os.Stat(old) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still there after the restart", old)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(aside, "b.txt")); err != nil {
+		t.Fatalf("the directory moved aside went: %v", err)
+	}
+	if got := d.sh(t, w.ID, "cat b.txt"); got != "b\n" {
+		t.Fatalf("after the restart: %q", got)
+	}
+}

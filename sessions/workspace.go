@@ -161,6 +161,7 @@ func (w *workspace) resume() error {
 	if err := w.adoptMovedUpper(); err != nil {
 		return err
 	}
+	w.removeOldGenerations()
 	// The next generation's directories can only be what a crash left of
 	// a commit's next view (prepareNext), or of a commit or discard that
 	// had carried entries there: those go back (returnCarried). A used
@@ -177,6 +178,23 @@ func (w *workspace) resume() error {
 	// it holds nothing of value, so start a fresh one.
 	os.RemoveAll(w.work())
 	return w.setup()
+}
+
+// removeOldGenerations removes the upper and work directories of
+// generations before the current one: a commit took the changes of such
+// an upperdir (or a discard dropped them) and a crash cut its removal in
+// the background short. Directories moved aside (.kept-*) stay.
+func (w *workspace) removeOldGenerations() {
+	entries, _ := os.ReadDir(w.dir())
+	for _, e := range entries {
+		for _, prefix := range []string{"upper-", "work-"} {
+			rest, ok := strings.CutPrefix(e.Name(), prefix)
+			if n, err := strconv.Atoi(rest); ok && err == nil && n < w.rec.Gen {
+				w.logf("removing %s, left by a crash", e.Name())
+				removeInBackground(w.dir(e.Name()))
+			}
+		}
+	}
 }
 
 // adoptMovedUpper finishes a rebase a crash interrupted: rebase moves the
