@@ -228,6 +228,9 @@ type Error struct {
 	Error string `json:"error"`
 }
 
+// MaxBody bounds a request's body: exec's stdin travels in it, whole.
+const MaxBody = 64 << 20
+
 // Error codes.
 const (
 	CodeBadRequest = "bad_request"

@@ -11,6 +11,8 @@ var (
 	// ErrDirty: ending a Workspace that holds uncommitted changes without
 	// asking to discard them.
 	ErrDirty = errors.New("workspace has uncommitted changes")
+	// ErrTooLarge: a request body over api.MaxBody.
+	ErrTooLarge = errors.New("request too large")
 	// ErrBadRequest: a request that cannot be carried out as asked.
 	ErrBadRequest = errors.New("bad request")
 	// ErrRunning: a commit while processes still run in the Workspace,

@@ -275,7 +275,12 @@ func (d *Daemon) handleExec(w http.ResponseWriter, r *http.Request) {
 // body is the zero request. Of the requests with a body, only exec takes
 // a parameter (stream), which handleExec reads.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, api.MaxBody)
 	if err := decodeBody(r, v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			err = fmt.Errorf("%w: the body is over %d MiB (exec's stdin travels in it, whole: put large input in the Workspace instead)", ErrTooLarge, api.MaxBody>>20)
+		}
 		respond(w, nil, err)
 		return false
 	}
@@ -298,7 +303,7 @@ func decodeBody(r *http.Request, v any) error {
 			return nil // only white space: as empty
 		}
 		if err != nil {
-			return fmt.Errorf("%w: body: %v", ErrBadRequest, err)
+			return fmt.Errorf("%w: body: %w", ErrBadRequest, err)
 		}
 		if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
 			continue
@@ -312,7 +317,7 @@ func decodeBody(r *http.Request, v any) error {
 	dec := json.NewDecoder(br)
 	dec.DisallowUnknownFields() // a misspelt field is a mistake, not a default
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w: body: %v", ErrBadRequest, err)
+		return fmt.Errorf("%w: body: %w", ErrBadRequest, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return fmt.Errorf("%w: body: something after the JSON object", ErrBadRequest)
@@ -343,6 +348,8 @@ func errorStatus(err error) (int, string) {
 		return http.StatusInternalServerError, api.CodeInternal
 	case errors.Is(err, ErrNotFound), errors.Is(err, store.ErrNotFound):
 		return http.StatusNotFound, api.CodeNotFound
+	case errors.Is(err, ErrTooLarge):
+		return http.StatusRequestEntityTooLarge, api.CodeBadRequest
 	case errors.Is(err, ErrCap):
 		return http.StatusTooManyRequests, api.CodeCap
 	case errors.Is(err, ErrDirty):

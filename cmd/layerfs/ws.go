@@ -84,7 +84,7 @@ flags, shown below.
 			c.fs.BoolVar(&wsFlags.discard, "discard", false, "end even with uncommitted changes, dropping them")
 			c.fs.BoolVar(&wsFlags.all, "all", false, "discard also what /.layerfsignore matches, and FIFOs, sockets and devices")
 			c.fs.BoolVar(&wsFlags.force, "force", false, "commit files that still hold conflict markers, and unsettled conflicts' versions")
-			c.fs.BoolVar(&wsFlags.stdin, "stdin", false, "pass our standard input to the command (like docker exec -i); without it the command reads /dev/null")
+			c.fs.BoolVar(&wsFlags.stdin, "stdin", false, "pass our standard input to the command, read to its end first (at most 32 MiB; not interactive); without it the command reads /dev/null")
 			c.fs.BoolVar(&wsFlags.allowRunning, "allow-running", false, "commit while processes still run in the Workspace (their later writes are not kept)")
 			wsFlags.env = nil
 			c.fs.Var(&wsFlags.env, "env", "`KEY=VALUE` for exec (repeatable; replaces the environment)")
@@ -227,9 +227,14 @@ func wsExec(c *cli, cl *layerfs.Client, id string, argv []string) error {
 	req := api.ExecRequest{Argv: argv, Cwd: wsFlags.cwd, Env: wsFlags.env, IsolateNetwork: wsFlags.isolate,
 		TimeoutMS: wsFlags.timeout.Milliseconds()}
 	if wsFlags.stdin {
-		data, err := io.ReadAll(os.Stdin)
+		// Passed whole, in the request (api.MaxBody), as text or base64.
+		const most = api.MaxBody / 2
+		data, err := io.ReadAll(io.LimitReader(os.Stdin, most+1))
 		if err != nil {
 			return fmt.Errorf("read stdin: %w", err)
+		}
+		if len(data) > most {
+			return fmt.Errorf("%w: --stdin takes at most %d MiB, read whole before the command starts: put more in the Workspace (its host path) and read it from there", errUsage, most>>20)
 		}
 		if utf8.Valid(data) {
 			req.Stdin = string(data)
