@@ -70,8 +70,10 @@ func scanBranch(sc interface{ Scan(...any) error }) (Branch, error) {
 	}
 	b.Created, b.Updated = time.Unix(0, created), time.Unix(0, updated)
 	var err error
-	b.Head, err = object.FromBytes(head)
-	return b, err
+	if b.Head, err = object.FromBytes(head); err != nil {
+		return b, fmt.Errorf("branch %q: head: %w: %w", b.Name, ErrCorrupt, err)
+	}
+	return b, nil
 }
 
 // Branches lists every branch by name.

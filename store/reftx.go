@@ -120,7 +120,11 @@ func scanHead(row *sql.Row, branch string) (object.ID, error) {
 	if err != nil {
 		return object.Zero, err
 	}
-	return object.FromBytes(head)
+	id, err := object.FromBytes(head)
+	if err != nil {
+		return id, fmt.Errorf("branch %q: head: %w: %w", branch, ErrCorrupt, err)
+	}
+	return id, nil
 }
 
 // HeadForWrite returns a branch's head for a writer about to publish. It
