@@ -473,3 +473,41 @@ func TestRestartRemovesOldGenerations(t *testing.T) {
 		t.Fatalf("after the restart: %q", got)
 	}
 }
+
+// TestStateDirOfAnotherStore: a state directory refuses a Store other
+// than the one whose Workspaces it holds, before writing anything into
+// either.
+func TestStateDirOfAnotherStore(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
+	w := d.create(t, "main")
+	d.sh(t, w.ID, "echo dirty > b.txt")
+	if err := d.Daemon.Close(); err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	writeTree(t, src, map[string]string{"other.txt": "other\n"})
+	other, err := layerfs.Open(initStore(t, src), layerfs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	d2, err := sessions.Start(sessions.Config{Store: other.Backend(), StateDir: d.stateDir, Self: layerfsBin})
+	if err == nil {
+		d2.Close()
+		t.Fatal("a state directory started with another Store")
+	}
+	if !errors.Is(err, sessions.ErrOtherStore) || !strings.Contains(err.Error(), d.st.Backend().Path()) {
+		t.Fatalf("another Store: %v", err)
+	}
+	if leases, err := other.Backend().Leases(); err != nil || len(leases) != 0 {
+		t.Fatalf("the other Store's leases: %v %v", leases, err)
+	}
+	d3, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Daemon = d3
+	if got := d.sh(t, w.ID, "cat b.txt"); got != "dirty\n" {
+		t.Fatalf("the Workspace after all that: %q", got)
+	}
+}

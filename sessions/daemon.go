@@ -113,6 +113,9 @@ func Start(cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	inst, err := stateInstance(abs)
+	if err == nil {
+		err = checkStateStore(abs, cfg.Store.Path(), cfg.Logger)
+	}
 	if err != nil {
 		lock.Close()
 		return nil, err
@@ -279,6 +282,39 @@ func (d *Daemon) dropOrphanLeases() error {
 			return err
 		}
 		d.log.Printf("released lease %s on %.12s: no such workspace here", l.ID, l.Commit)
+	}
+	return nil
+}
+
+// ErrOtherStore: a state directory started with another Store than the
+// one whose Workspaces it holds.
+var ErrOtherStore = errors.New("the state directory belongs to another Store")
+
+// checkStateStore records, the first time, which Store the state
+// directory's Workspaces are of, and refuses another one after: their
+// leases, Commits and records mean nothing there, and restoring them would
+// write leases naming missing Commits into it. A recorded Store file that
+// no longer exists is taken to have moved, and the new path recorded.
+func checkStateStore(dir, store string, log *log.Logger) error {
+	p := filepath.Join(dir, "store")
+	abs, err := filepath.Abs(store)
+	if err == nil {
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real
+		}
+	}
+	if b, err := os.ReadFile(p); err == nil {
+		was := strings.TrimSpace(string(b))
+		if was == abs {
+			return nil
+		}
+		if _, err := os.Stat(was); err == nil {
+			return fmt.Errorf("%w: %s holds the Workspaces of %s, not %s: start the daemon with that Store, or give this one a state directory of its own", ErrOtherStore, dir, was, abs)
+		}
+		log.Printf("the Store %s is gone; taking %s as it, moved", was, abs)
+	}
+	if err := os.WriteFile(p, []byte(abs+"\n"), 0o600); err != nil {
+		return fmt.Errorf("state directory: record the Store: %w", err)
 	}
 	return nil
 }

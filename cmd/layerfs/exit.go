@@ -47,6 +47,7 @@ var exitCodes = []struct {
 	{store.ErrAmbiguous, exitConflict},
 	{sessions.ErrStateInUse, exitConflict},
 	{sessions.ErrSocketInUse, exitConflict},
+	{sessions.ErrOtherStore, exitConflict},
 	{store.ErrStale, exitConflict},
 	{layerfs.ErrInitialized, exitConflict},
 	{layerfs.ErrNotEmpty, exitConflict},
