@@ -16,6 +16,7 @@ import (
 	"github.com/layerfs/layerfs"
 	"github.com/layerfs/layerfs/api"
 	"github.com/layerfs/layerfs/sessions"
+	"github.com/layerfs/layerfs/store"
 	"golang.org/x/sys/unix"
 )
 
@@ -509,5 +510,25 @@ func TestStateDirOfAnotherStore(t *testing.T) {
 	d.Daemon = d3
 	if got := d.sh(t, w.ID, "cat b.txt"); got != "dirty\n" {
 		t.Fatalf("the Workspace after all that: %q", got)
+	}
+}
+
+// TestDaemonNeedsAWritableStore: a daemon on a Store opened read-only is
+// refused at start, not at every create.
+func TestDaemonNeedsAWritableStore(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, map[string]string{"a.txt": "a\n"})
+	st, err := layerfs.Open(initStore(t, src), layerfs.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	d, err := sessions.Start(sessions.Config{Store: st.Backend(), StateDir: filepath.Join(t.TempDir(), "state"), Self: layerfsBin})
+	if err == nil {
+		d.Close()
+		t.Fatal("a daemon started on a read-only Store")
+	}
+	if !errors.Is(err, store.ErrReadOnly) {
+		t.Fatalf("read-only Store: %v", err)
 	}
 }

@@ -114,6 +114,13 @@ func Start(cfg Config) (*Daemon, error) {
 	}
 	inst, err := stateInstance(abs)
 	if err == nil {
+		// Every Workspace takes a lease, a write: say so now, not at
+		// each create.
+		if werr := cfg.Store.Writable(); werr != nil {
+			err = fmt.Errorf("a daemon needs a Store it can write: %w", werr)
+		}
+	}
+	if err == nil {
 		err = checkStateStore(abs, cfg.Store.Path(), cfg.Logger)
 	}
 	if err != nil {

@@ -384,6 +384,10 @@ func (s *Store) Close() error {
 	return errors.Join(errs...)
 }
 
+// Writable reports, as ErrReadOnly, a Store opened read-only, by request
+// or because its file is not the caller's to write.
+func (s *Store) Writable() error { return s.writable() }
+
 func (s *Store) writable() error {
 	if s.w == nil && s.readOnlyToUs {
 		return fmt.Errorf("%w: you may not write %s", ErrReadOnly, s.path)
