@@ -118,6 +118,14 @@ func open(path string, opts Options) (*Store, error) {
 	if err := checkPath(path, opts); err != nil {
 		return nil, err
 	}
+	if opts.Create {
+		// SQLite would say only "unable to open database file".
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			if err := unix.Access(filepath.Dir(path), unix.W_OK); err != nil {
+				return nil, fmt.Errorf("%w: cannot create it in %s: %w", ErrReadOnly, filepath.Dir(path), err)
+			}
+		}
+	}
 	immutable, readOnlyToUs := false, false
 	var opened unix.Stat_t
 	if !opts.Create && !opts.ReadOnly && unix.Access(path, unix.W_OK) != nil {
