@@ -242,4 +242,8 @@ const (
 	CodeUnsettled  = "conflict_unsettled"
 	CodeRunning    = "commands_running"
 	CodeInternal   = "internal"
+	// An exec's program is missing, or cannot be run: ws exec exits 127
+	// and 126 for them, as a shell does.
+	CodeNoCommand = "command_not_found"
+	CodeCannotRun = "command_not_executable"
 )

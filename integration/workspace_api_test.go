@@ -244,6 +244,15 @@ func TestWSCommandAgainstDaemon(t *testing.T) {
 	if out, _ := ws(6, "exec", "--json", b, "--", "sh", "-c", "exit 6"); !strings.Contains(out, `"exit_code": 6`) {
 		t.Errorf("ws exec --json of exit 6: %q", out)
 	}
+	// A program that is not there, or cannot be run: a shell's 127 and 126.
+	if _, errOut := ws(127, "exec", b, "--", "no-such-program"); !strings.Contains(errOut, "command_not_found") {
+		t.Errorf("ws exec of a missing program: %q", errOut)
+	}
+	ws(0, "exec", b, "--", "sh", "-c", "echo x > not-executable")
+	if _, errOut := ws(126, "exec", b, "--", "./not-executable"); !strings.Contains(errOut, "command_not_executable") {
+		t.Errorf("ws exec of a file that cannot run: %q", errOut)
+	}
+	ws(0, "exec", b, "--", "rm", "not-executable")
 	ws(0, "exec", b, "--", "mkdir", "sub")
 	if out, _ := ws(0, "exec", "--cwd", "sub", b, "--", "pwd"); out != src2+"/sub\n" {
 		t.Errorf("ws exec --cwd sub: %q", out)

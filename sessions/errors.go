@@ -11,6 +11,10 @@ var (
 	// ErrDirty: ending a Workspace that holds uncommitted changes without
 	// asking to discard them.
 	ErrDirty = errors.New("workspace has uncommitted changes")
+	// ErrNoCommand: exec of a program that is not there (a shell's 127).
+	ErrNoCommand = errors.New("command not found")
+	// ErrCannotRun: exec of a file that cannot be run (a shell's 126).
+	ErrCannotRun = errors.New("command cannot be run")
 	// ErrTooLarge: a request body over api.MaxBody.
 	ErrTooLarge = errors.New("request too large")
 	// ErrBadRequest: a request that cannot be carried out as asked.

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -233,6 +234,12 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 		}
 		if err == errCwdLeaves {
 			return nil, nil, fmt.Errorf("%w: cwd %q leaves the Workspace (through a symlink)", ErrBadRequest, req.Cwd)
+		}
+		switch {
+		case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+			return nil, nil, fmt.Errorf("%w: start %s: %v", ErrNoCommand, req.Argv[0], err)
+		case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC):
+			return nil, nil, fmt.Errorf("%w: start %s: %v", ErrCannotRun, req.Argv[0], err)
 		}
 		return nil, nil, fmt.Errorf("%w: start %s: %v", ErrBadRequest, req.Argv[0], err)
 	}

@@ -348,6 +348,10 @@ func errorStatus(err error) (int, string) {
 		return http.StatusInternalServerError, api.CodeInternal
 	case errors.Is(err, ErrNotFound), errors.Is(err, store.ErrNotFound):
 		return http.StatusNotFound, api.CodeNotFound
+	case errors.Is(err, ErrNoCommand):
+		return http.StatusBadRequest, api.CodeNoCommand
+	case errors.Is(err, ErrCannotRun):
+		return http.StatusBadRequest, api.CodeCannotRun
 	case errors.Is(err, ErrTooLarge):
 		return http.StatusRequestEntityTooLarge, api.CodeBadRequest
 	case errors.Is(err, ErrCap):

@@ -108,5 +108,7 @@ var apiExitCodes = map[string]int{
 	api.CodeCap:        exitConflict,
 	api.CodeMarkers:    exitConflict,
 	api.CodeUnsettled:  exitConflict,
+	api.CodeNoCommand:  127,
+	api.CodeCannotRun:  126,
 	api.CodeRunning:    exitConflict,
 }

@@ -190,6 +190,7 @@ Exit codes:
      running at a commit, the Workspace cap, a state directory in use
   5  the Store is damaged (corrupt or missing objects)
   6  unsupported: a Store on an unsupported filesystem, a newer format, not a Store
-  ws exec exits with its command's own status.
+  ws exec exits with its command's own status; 127 if its program is not
+  there, 126 if it cannot be run.
 `)
 }
