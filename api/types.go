@@ -220,6 +220,8 @@ type Health struct {
 	Workspaces int    `json:"workspaces"`
 	Max        int    `json:"max_workspaces"`
 	FUSE       string `json:"fuse_mount"`
+	// Problem says why OK is false.
+	Problem string `json:"problem,omitempty"`
 }
 
 // Error is the body of every failed request.

@@ -532,3 +532,18 @@ func TestDaemonNeedsAWritableStore(t *testing.T) {
 		t.Fatalf("read-only Store: %v", err)
 	}
 }
+
+// TestHealthSeesTheFUSEMountGone: the daemon's FUSE mount unmounted from
+// outside makes it unhealthy, saying so.
+func TestHealthSeesTheFUSEMountGone(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
+	if h := d.Health(); !h.OK || h.Problem != "" {
+		t.Fatalf("health: %+v", h)
+	}
+	if err := unix.Unmount(filepath.Join(d.stateDir, "lower"), unix.MNT_DETACH); err != nil {
+		t.Fatal(err)
+	}
+	if h := d.Health(); h.OK || !strings.Contains(h.Problem, "FUSE mount") {
+		t.Fatalf("health with the FUSE mount gone: %+v", h)
+	}
+}

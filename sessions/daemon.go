@@ -480,8 +480,19 @@ func holderDying(f *os.File) bool {
 // Health reports the daemon's status.
 func (d *Daemon) Health() api.Health {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	return api.Health{OK: !d.closed, Store: d.s.Path(), Workspaces: len(d.ws), Max: d.cfg.MaxWorkspaces, FUSE: d.dir("lower")}
+	h := api.Health{OK: !d.closed, Store: d.s.Path(), Workspaces: len(d.ws), Max: d.cfg.MaxWorkspaces, FUSE: d.dir("lower")}
+	d.mu.Unlock()
+	if !h.OK {
+		h.Problem = "shutting down"
+		return h
+	}
+	// Every Workspace's lower layer is in it: unmounted from outside, no
+	// create, commit or copy-up works any more.
+	var st unix.Statfs_t
+	if err := unix.Statfs(h.FUSE, &st); err != nil || st.Type != unix.FUSE_SUPER_MAGIC {
+		h.OK, h.Problem = false, fmt.Sprintf("the Store's FUSE mount at %s is gone (unmounted from outside?): restart the daemon", h.FUSE)
+	}
+	return h
 }
 
 // List describes every Workspace, by id.

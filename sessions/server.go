@@ -97,7 +97,16 @@ func answers(c net.Conn) bool {
 // Handler serves the socket API (see package api for the routes).
 func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) { reply(w, d.Health()) })
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		h := d.Health()
+		if !h.OK {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			json.NewEncoder(w).Encode(h)
+			return
+		}
+		reply(w, h)
+	})
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		d.WriteMetrics(w)
