@@ -97,9 +97,35 @@ func decodeError(resp *http.Response) error {
 }
 
 // Health asks whether the daemon is up.
+// An unhealthy daemon answers 503 with its Health (OK false, Problem
+// set) and an APIError (CodeUnhealthy) naming the problem.
 func (c *Client) Health(ctx context.Context) (api.Health, error) {
 	var h api.Health
-	return h, c.do(ctx, http.MethodGet, "/health", nil, &h)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://layerfs/health", nil)
+	if err != nil {
+		return h, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return h, c.requestError(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return h, c.requestError(err)
+	}
+	var e api.Error
+	json.Unmarshal(data, &e)
+	if err := json.Unmarshal(data, &h); err != nil && resp.StatusCode < 400 {
+		return h, fmt.Errorf("daemon at %s: health: %w", c.socket, err)
+	}
+	if resp.StatusCode >= 400 {
+		if e.Code == "" {
+			e.Code, e.Error = api.CodeInternal, resp.Status
+		}
+		return h, &APIError{Status: resp.StatusCode, Code: e.Code, Msg: e.Error}
+	}
+	return h, nil
 }
 
 // Create makes a Workspace.

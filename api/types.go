@@ -244,6 +244,7 @@ const (
 	CodeUnsettled  = "conflict_unsettled"
 	CodeRunning    = "commands_running"
 	CodeInternal   = "internal"
+	CodeUnhealthy  = "unhealthy" // GET /health, 503: see Health.Problem
 	// An exec's program is missing, or cannot be run: ws exec exits 127
 	// and 126 for them, as a shell does.
 	CodeNoCommand = "command_not_found"

@@ -2,9 +2,12 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -545,5 +548,16 @@ func TestHealthSeesTheFUSEMountGone(t *testing.T) {
 	}
 	if h := d.Health(); h.OK || !strings.Contains(h.Problem, "FUSE mount") {
 		t.Fatalf("health with the FUSE mount gone: %+v", h)
+	}
+	rec := httptest.NewRecorder()
+	d.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health", nil))
+	var body struct {
+		OK    bool   `json:"ok"`
+		Code  string `json:"code"`
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != http.StatusServiceUnavailable ||
+		body.OK || body.Code != api.CodeUnhealthy || !strings.Contains(body.Error, "FUSE mount") {
+		t.Fatalf("GET /health: %d %s (%v)", rec.Code, rec.Body, err)
 	}
 }

@@ -339,9 +339,10 @@ func lookSbin(name string) (string, error) {
 // conflicts and writes its markers as usual.
 func TestWorkspaceRebaseOnFullVolume(t *testing.T) {
 	needVolume(t)
-	d := startDaemon(t, map[string]string{"t.txt": "one\ntwo\n"}, sessions.Config{VolumeSize: 512 << 20})
+	d := startDaemon(t, map[string]string{"s.txt": "s\n", "t.txt": "one\ntwo\n"}, sessions.Config{VolumeSize: 512 << 20})
 	a, b, c := d.create(t, "main"), d.create(t, "main"), d.create(t, "main")
-	d.sh(t, a.ID, "echo 'one by a' > t.txt")
+	d.sh(t, a.ID, "echo 'one by a' > t.txt; echo 's by a' > s.txt")
+	d.sh(t, b.ID, "echo 's by b' > s.txt")
 	d.commit(t, a.ID, api.StatusCommitted)
 	// b's t.txt fills one block; with marker blocks it needs two.
 	d.sh(t, b.ID, "{ echo 'one by b'; head -c 4000 /dev/zero | tr '\\0' x; echo; } > t.txt")
@@ -352,17 +353,21 @@ func TestWorkspaceRebaseOnFullVolume(t *testing.T) {
 	if got := d.sh(t, b.ID, "head -1 t.txt"); got != "one by b\n" {
 		t.Fatalf("b's t.txt after the failed rebase: %q", got)
 	}
+	// All or nothing: no file got its markers.
+	if got := d.sh(t, b.ID, "cat s.txt"); got != "s by b\n" {
+		t.Fatalf("b's s.txt after the failed rebase: %q", got)
+	}
 	if w, err := d.Inspect(b.ID); err != nil || !slices.Contains(w.Pending, "t.txt") {
 		t.Fatalf("inspect after the failed rebase: %+v %v", w, err)
 	}
 	d.sh(t, c.ID, "rm fill rest")
 	res := d.commit(t, b.ID, api.StatusConflict)
-	if len(res.Markers) != 1 {
+	if strings.Join(res.Markers, " ") != "s.txt t.txt" {
 		t.Fatalf("markers %v", res.Markers)
 	}
 	if got := d.sh(t, b.ID, "cat t.txt"); !strings.Contains(got, "<<<<<<< ours\none by b\n") {
 		t.Fatalf("b's t.txt after the rebase: %q", got)
 	}
-	d.sh(t, b.ID, "echo 'one by a and b' > t.txt")
+	d.sh(t, b.ID, "echo 'one by a and b' > t.txt; echo 's by a and b' > s.txt")
 	d.commit(t, b.ID, api.StatusCommitted)
 }

@@ -136,8 +136,12 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	case publish.Conflict:
 		next.discard(w) // the rebase makes the next generation itself
 		next = nil
+		prev := w.rec.Unsettled
 		w.rec.Unsettled = unsettledBy(res, c) // saved by the rebase
 		markers, dropped, err = w.rebase(res, c)
+		if err != nil {
+			w.rec.Unsettled = prev // still on the old lease: nothing new to settle
+		}
 	}
 	res.FinishAudit() // if follow stopped before it ran
 	out := resultOf(res, c)

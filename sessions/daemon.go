@@ -315,15 +315,33 @@ func checkStateStore(dir, store string, log *log.Logger) error {
 		if was == abs {
 			return nil
 		}
-		if _, err := os.Stat(was); err == nil {
+		switch _, err := os.Stat(was); {
+		case !holdsWorkspaces(dir):
+			log.Printf("the state directory was %s's, and holds no Workspaces: now %s's", was, abs)
+		case err == nil:
 			return fmt.Errorf("%w: %s holds the Workspaces of %s, not %s: start the daemon with that Store, or give this one a state directory of its own", ErrOtherStore, dir, was, abs)
+		case errors.Is(err, os.ErrNotExist):
+			log.Printf("the Store %s is gone; taking %s as it, moved", was, abs)
+		default:
+			return fmt.Errorf("%w: %s holds the Workspaces of %s, which cannot be looked at (%v), not %s", ErrOtherStore, dir, was, err, abs)
 		}
-		log.Printf("the Store %s is gone; taking %s as it, moved", was, abs)
 	}
 	if err := os.WriteFile(p, []byte(abs+"\n"), 0o600); err != nil {
 		return fmt.Errorf("state directory: record the Store: %w", err)
 	}
 	return nil
+}
+
+// holdsWorkspaces reports whether the state directory has Workspace
+// records (ws/<id>/state.json); ws/ itself may be the volume, not mounted
+// yet, and then its records are not seen here: it counts as holding them
+// if the volume's image is there.
+func holdsWorkspaces(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, volumeImage)); err == nil {
+		return true
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "ws", "ws-*", "state.json"))
+	return len(matches) > 0
 }
 
 // stateInstance returns the state directory's instance name, made at

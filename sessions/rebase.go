@@ -126,24 +126,49 @@ func emptyDir(dir string) error {
 
 // rewriteUpper edits the (unmounted) upperdir as rebase describes; opaque
 // lists the directories rebase makes opaque, whose files copied up
-// without a change stay.
+// without a change stay. The new files are all written first, in the work
+// directory, and renamed in only once every one is whole: a full disk
+// stops it before the upperdir changes at all.
 func (w *workspace) rewriteUpper(res *publish.Result, c *publish.Capture, opaque []string) ([]string, error) {
 	upper := w.upper()
 	var markers []string
+	var staged []stagedFile
+	defer func() {
+		for _, f := range staged {
+			os.Remove(f.tmp) // those not renamed in
+		}
+	}()
+	stage := func(p string, data []byte) error {
+		f, err := stageUpper(upper, w.work(), p, data)
+		if err != nil {
+			return err
+		}
+		staged = append(staged, f)
+		return nil
+	}
 	for _, pc := range res.Conflicts {
 		if pc.Kind != publish.ConflictText || pc.Merge == nil {
 			continue // binary, type, delete or mode: ours stays for the agent to settle
 		}
-		text := strings.Join(pc.Merge.WithMarkers(res.Head.Short()), "")
-		if err := writeUpper(upper, w.work(), pc.Path, []byte(text)); err != nil {
+		if err := stage(pc.Path, []byte(strings.Join(pc.Merge.WithMarkers(res.Head.Short()), ""))); err != nil {
 			return nil, err
 		}
 		markers = append(markers, pc.Path)
 	}
 	for _, m := range res.Merged {
-		if err := writeUpper(upper, w.work(), m.Path, m.Content); err != nil {
+		if err := stage(m.Path, m.Content); err != nil {
 			return nil, err
 		}
+	}
+	for len(staged) > 0 {
+		f := staged[0]
+		if err := os.MkdirAll(filepath.Dir(f.full), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(f.tmp, f.full); err != nil {
+			return nil, fmt.Errorf("write %s into the upperdir: %w", f.path, err)
+		}
+		staged = staged[1:]
 	}
 	for _, d := range res.LWW {
 		if d.Winner == "head" {
@@ -169,23 +194,23 @@ func (w *workspace) rewriteUpper(res *publish.Result, c *publish.Capture, opaque
 	return markers, nil
 }
 
-// writeUpper replaces a file's content in the upperdir, keeping its mode.
-// writeUpper puts data at path in the (unmounted) upperdir, in place of
-// what is there — a file, a whiteout, a symlink — which stays as it was
-// if the write fails (a full disk): the new file is written in work,
-// the overlay's work directory on the same filesystem, and renamed in.
-func writeUpper(upper, work, path string, data []byte) error {
+// stagedFile is a file's new content written in the work directory (tmp),
+// to be renamed to full, path's place in the upperdir.
+type stagedFile struct{ path, full, tmp string }
+
+// stageUpper writes data for path in work, the overlay's work directory
+// (on the upperdir's filesystem), with the mode of the file it will
+// replace (0644 for a whiteout or symlink); renamed in, it takes the
+// place of what is there.
+func stageUpper(upper, work, path string, data []byte) (stagedFile, error) {
 	full := filepath.Join(upper, filepath.FromSlash(path))
 	mode := os.FileMode(0o644)
 	if fi, err := os.Lstat(full); err == nil && fi.Mode().IsRegular() {
 		mode = fi.Mode().Perm()
 	}
-	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		return err
-	}
 	f, err := os.CreateTemp(work, "rebase-")
 	if err != nil {
-		return err
+		return stagedFile{}, fmt.Errorf("write %s into the upperdir: %w", path, err)
 	}
 	_, err = f.Write(data)
 	if cerr := f.Close(); err == nil {
@@ -194,14 +219,11 @@ func writeUpper(upper, work, path string, data []byte) error {
 	if err == nil {
 		err = os.Chmod(f.Name(), mode)
 	}
-	if err == nil {
-		err = os.Rename(f.Name(), full)
-	}
 	if err != nil {
 		os.Remove(f.Name())
-		return fmt.Errorf("write %s into the upperdir: %w", path, err)
+		return stagedFile{}, fmt.Errorf("write %s into the upperdir: %w", path, err)
 	}
-	return nil
+	return stagedFile{path: path, full: full, tmp: f.Name()}, nil
 }
 
 func removeUpper(upper, path string) error {

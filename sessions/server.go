@@ -100,9 +100,13 @@ func (d *Daemon) Handler() http.Handler {
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		h := d.Health()
 		if !h.OK {
+			// The health, and the error body every failure has.
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusServiceUnavailable)
-			json.NewEncoder(w).Encode(h)
+			json.NewEncoder(w).Encode(struct {
+				api.Health
+				api.Error
+			}{h, api.Error{Code: api.CodeUnhealthy, Error: h.Problem}})
 			return
 		}
 		reply(w, h)

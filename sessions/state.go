@@ -59,7 +59,9 @@ func jsonRecord(r *record) ([]byte, error) { return json.MarshalIndent(r, "", " 
 // overwriteRecord writes data over the file at p, which exists, in the
 // blocks it has: padded with spaces (which JSON ignores) to the old size
 // if shorter, so that nothing of the old record is left after it, and no
-// truncate is needed.
+// truncate is needed. A record longer than the blocks the file has is
+// refused (ENOSPC) before anything is written: a write that needs a new
+// block on a full disk would stop partway, leaving neither record.
 func overwriteRecord(p string, data []byte) error {
 	f, err := os.OpenFile(p, os.O_WRONLY, 0)
 	if err != nil {
@@ -69,6 +71,9 @@ func overwriteRecord(p string, data []byte) error {
 	st, err := f.Stat()
 	if err != nil {
 		return err
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int64(len(data)) > sys.Blocks*512 {
+		return syscall.ENOSPC
 	}
 	if pad := st.Size() - int64(len(data)); pad > 0 {
 		data = append(data, bytes.Repeat([]byte(" "), int(pad))...)

@@ -31,3 +31,24 @@ func TestOverwriteRecord(t *testing.T) {
 		t.Fatalf("size %d", fi.Size())
 	}
 }
+
+// TestOverwriteRecordKeepsToItsBlocks: a record longer than the blocks
+// the old one has is refused, the old one left whole.
+func TestOverwriteRecordKeepsToItsBlocks(t *testing.T) {
+	dir := t.TempDir()
+	r := &record{ID: "ws-1", Branch: "main", Lease: strings.Repeat("ab", 32), Path: "/w"}
+	if err := r.save(dir); err != nil {
+		t.Fatal(err)
+	}
+	long := *r
+	for i := 0; i < 200; i++ {
+		long.Unsettled = append(long.Unsettled, unsettledPath{Path: strings.Repeat("p", 40), Kind: "binary", Head: "0123456789ab", Ours: "file 644"})
+	}
+	data, _ := jsonRecord(&long)
+	if err := overwriteRecord(filepath.Join(dir, "state.json"), data); err == nil {
+		t.Fatal("a record past the file's blocks was written in place")
+	}
+	if got, err := loadRecord(dir); err != nil || len(got.Unsettled) != 0 {
+		t.Fatalf("the old record after the refusal: %+v %v", got, err)
+	}
+}

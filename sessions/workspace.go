@@ -368,7 +368,7 @@ func (w *workspace) follow(commit object.ID, alongside func(), leased bool, next
 	} else {
 		go func() { lease <- w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, commit) }()
 	}
-	oldUpper, oldWork := w.upper(), w.work()
+	oldUpper, oldWork, oldLease := w.upper(), w.work(), w.rec.Lease
 	w.rec.Gen++
 	var err error
 	if next == nil {
@@ -401,6 +401,7 @@ func (w *workspace) follow(commit object.ID, alongside func(), leased bool, next
 	err = w.switchOverlay(next)
 	<-done
 	if err != nil {
+		w.backOut(oldUpper, oldLease, cr)
 		return err
 	}
 	removeInBackground(oldUpper, oldWork)
@@ -421,16 +422,39 @@ func (w *workspace) remount(oldUpper, oldWork string, cr *carry) error {
 	}
 	w.rec.Gen++
 	if err := w.makeDirs(); err != nil {
+		w.rec.Gen--
 		return err
 	}
 	if cr != nil {
 		cr.move(oldUpper, w.upper(), w.logf)
 	}
 	if err := w.switchOverlay(nil); err != nil {
+		w.backOut(oldUpper, w.rec.Lease, cr)
 		return err
 	}
 	removeInBackground(oldUpper, oldWork)
 	return nil
+}
+
+// backOut undoes a switch to the next generation whose view could not be
+// shown: the old view still is, so the record goes back to naming it and
+// its lease — else a restart would take its upperdir, where writes go on,
+// for an old generation's and remove it — with what was carried moved
+// back. Callers hold w.mu.
+func (w *workspace) backOut(oldUpper, oldLease string, cr *carry) {
+	newUpper, newWork := w.upper(), w.work()
+	if cr != nil {
+		mergeBack(newUpper, oldUpper)
+	}
+	w.rec.Gen--
+	w.rec.Lease = oldLease
+	if err := w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, w.rec.lease()); err != nil {
+		w.logf("back on generation %d after a failed switch, but its lease: %v", w.rec.Gen, err)
+	}
+	if err := w.rec.save(w.dir()); err != nil {
+		w.logf("back on generation %d after a failed switch, but its record: %v", w.rec.Gen, err)
+	}
+	removeInBackground(newUpper, newWork)
 }
 
 // makeDirs makes the current generation's upper and work directories,
@@ -518,8 +542,11 @@ func (d *Daemon) Discard(id string, all bool) (api.DiscardResult, error) {
 		cr, err = w.prepareDiscardCarry()
 	}
 	if err == nil {
+		prev := w.rec.Unsettled
 		w.rec.Unsettled = nil // nothing of this Workspace's is left there; saved with the remount
-		err = w.remount(w.upper(), w.work(), cr)
+		if err = w.remount(w.upper(), w.work(), cr); err != nil {
+			w.rec.Unsettled = prev
+		}
 	}
 	w.mu.Unlock()
 	if err != nil {

@@ -51,12 +51,22 @@ func CheckBranchName(name string) error {
 		return fmt.Errorf("branch name %q: no '..', '//' or trailing '/': %w", name, ErrBadName)
 	case layerName.MatchString(name):
 		return fmt.Errorf("branch name %q: reads as a layer ref: %w", name, ErrBadName)
-	case hexRef.MatchString(name):
-		// Refs resolve to a branch first: it would hide the commits and
-		// layers whose ids start so, now or later.
-		return fmt.Errorf("branch name %q: reads as a commit id prefix (4 to 64 hex digits): %w", name, ErrBadName)
 	case strings.ContainsAny(name, "~^:"):
 		return fmt.Errorf("branch name %q: %w", name, ErrBadName)
+	}
+	return nil
+}
+
+// checkNewBranchName is CheckBranchName for a branch about to be made,
+// which may not read as a commit id prefix either: refs resolve to a
+// branch first, so it would hide the commits and layers whose ids start
+// so, now or later. Branches made before this rule keep working.
+func checkNewBranchName(name string) error {
+	if err := CheckBranchName(name); err != nil {
+		return err
+	}
+	if hexRef.MatchString(name) {
+		return fmt.Errorf("branch name %q: reads as a commit id prefix (4 to 64 hex digits): %w", name, ErrBadName)
 	}
 	return nil
 }

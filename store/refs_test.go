@@ -122,7 +122,7 @@ func TestBranchNames(t *testing.T) {
 			t.Errorf("%q refused: %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"", "-x", "a..b", "a b", "L12", "x~1", "a:b", "a/", "a//b", "beef", strings.Repeat("x", 201)} {
+	for _, bad := range []string{"", "-x", "a..b", "a b", "L12", "x~1", "a:b", "a/", "a//b", strings.Repeat("x", 201)} {
 		if err := CheckBranchName(bad); !errors.Is(err, ErrBadName) {
 			t.Errorf("%q accepted", bad)
 		}

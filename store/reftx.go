@@ -145,7 +145,7 @@ func (s *Store) HeadForWrite(branch string) (object.ID, error) {
 // CreateBranch adds a branch pointing at head; start records the ref it was
 // made from.
 func (t *RefTx) CreateBranch(name string, head object.ID, start string) error {
-	if err := CheckBranchName(name); err != nil {
+	if err := checkNewBranchName(name); err != nil {
 		return err
 	}
 	// As in git, "team" and "team/alice" cannot both be branches: a

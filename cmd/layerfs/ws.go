@@ -236,7 +236,9 @@ func wsExec(c *cli, cl *layerfs.Client, id string, argv []string) error {
 		if len(data) > most {
 			return fmt.Errorf("%w: --stdin takes at most %d MiB, read whole before the command starts: put more in the Workspace (its host path) and read it from there", errUsage, most>>20)
 		}
-		if utf8.Valid(data) {
+		// Big input as base64, whose size is known (4/3): escaped
+		// text can take up to six times its own.
+		if utf8.Valid(data) && len(data) <= 1<<20 {
 			req.Stdin = string(data)
 		} else {
 			req.StdinBase64 = base64.StdEncoding.EncodeToString(data)
