@@ -118,6 +118,9 @@ func Publish(s *store.Store, branch string, cs *Changeset, content *store.Stage,
 	if err := cs.Check(); err != nil {
 		return nil, err
 	}
+	if err := store.CheckOrigin(meta.Origin); err != nil {
+		return nil, err
+	}
 	if meta.Time == 0 {
 		meta.Time = start.UnixNano()
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/layerfs/layerfs/object"
 )
@@ -63,8 +65,13 @@ func DecodeCommit(b []byte) (*Commit, error) {
 	return c, nil
 }
 
-// CheckOrigin reports whether an origin is one LayerFS writes.
+// CheckOrigin reports whether an origin is one LayerFS writes: a known
+// prefix and an id of printable text (log, blame and layers print it in a
+// line of their own).
 func CheckOrigin(o string) error {
+	if !utf8.ValidString(o) || strings.IndexFunc(o, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 || len(o) > 200 {
+		return fmt.Errorf("origin %q: want printable text (no tabs, newlines or other control characters), at most 200 bytes: %w", o, ErrBadName)
+	}
 	for _, p := range []string{OriginOperation, OriginSession} {
 		if strings.HasPrefix(o, p) && len(o) > len(p) {
 			return nil

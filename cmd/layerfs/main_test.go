@@ -115,6 +115,7 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"export", "--store", store, "main", store}, exitUsage, "not a directory"},
 		{[]string{"ls", "--store", store, "src"}, exitNotFound, "main:src"},
 		{[]string{"-version"}, exitUsage, "--version"},
+		{[]string{"fs", "mkdir", "--store", store, "--id", "a\nb", "newdir"}, exitUsage, "printable"},
 		{[]string{"log", "--store", store, "-n", "-1", "main"}, exitUsage, "-n -1"},
 		{[]string{"log", "--store", store, "--stat", "--name-status", "main"}, exitUsage, "not both"},
 		{[]string{"cat", "--store", store, "main:src/pkg"}, exitUsage, "layerfs ls main:src/pkg"},
