@@ -108,6 +108,9 @@ func Start(cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	cfg.StateDir = abs
+	if err := RescueWedged(abs, cfg.Logger); err != nil {
+		return nil, err
+	}
 	lock, err := lockStateDir(abs)
 	if err != nil {
 		return nil, err
@@ -492,7 +495,24 @@ func holderDying(f *os.File) bool {
 	}
 	const pfExiting = 0x4 // PF_EXITING: in do_exit
 	flags, _ := strconv.ParseUint(fields[6], 10, 64)
-	return fields[0] == "Z" || fields[0] == "X" || flags&pfExiting != 0
+	if fields[0] == "Z" || fields[0] == "X" || flags&pfExiting != 0 {
+		return true
+	}
+	// Killed, but its first thread still in the kernel (waiting on a
+	// FUSE request, say): SIGKILL pending.
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return true
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		if k == "SigPnd" || k == "ShdPnd" {
+			if mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64); err == nil && mask&(1<<(unix.SIGKILL-1)) != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Health reports the daemon's status.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -62,6 +63,11 @@ func runDaemon(c *cli, args []string) error {
 	}
 	if given(c, "volume-size") && daemonFlags.volumeGiB <= 0 {
 		return fmt.Errorf("%w: --volume-size %d: want 1 GiB or more (leave it out for the default)", errUsage, daemonFlags.volumeGiB)
+	}
+	// A daemon killed while waiting on its own FUSE mount can be stuck
+	// dying, holding the Store's locks: free it before opening the Store.
+	if err := sessions.RescueWedged(daemonFlags.stateDir, log.New(c.errOut, "layerfs daemon: ", log.LstdFlags)); err != nil {
+		return err
 	}
 	st, err := c.open(false)
 	if err != nil {

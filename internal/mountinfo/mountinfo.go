@@ -26,6 +26,7 @@ type Mount struct {
 	FSType    string   // "overlay", "fuse.layerfs", ...
 	Source    string   // what was mounted
 	SuperOpts []string // the filesystem's options, "lowerdir=..." for an overlay
+	Dev       string   // the filesystem's device, "major:minor"
 }
 
 // readBufs recycles Read's buffers: 64 KiB, so a table of hundreds of
@@ -62,7 +63,7 @@ func Parse(line string) (Mount, bool) {
 	if !ok || len(f) < 5 || len(g) < 2 {
 		return Mount{}, false
 	}
-	m := Mount{Point: Unescape(f[4]), FSType: g[0], Source: Unescape(g[1])}
+	m := Mount{Point: Unescape(f[4]), FSType: g[0], Source: Unescape(g[1]), Dev: f[2]}
 	if len(g) > 2 {
 		m.SuperOpts = strings.Split(g[2], ",")
 	}
