@@ -18,6 +18,9 @@ import (
 
 	"github.com/layerfs/layerfs"
 	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/extents"
+	"github.com/layerfs/layerfs/object"
+	"github.com/layerfs/layerfs/publish"
 	"github.com/layerfs/layerfs/sessions"
 	"github.com/layerfs/layerfs/store"
 	"golang.org/x/sys/unix"
@@ -560,4 +563,75 @@ func TestHealthSeesTheFUSEMountGone(t *testing.T) {
 		body.OK || body.Code != api.CodeUnhealthy || !strings.Contains(body.Error, "FUSE mount") {
 		t.Fatalf("GET /health: %d %s (%v)", rec.Code, rec.Body, err)
 	}
+}
+
+// TestRestartAfterCommitLanded: a crash between a commit's landing (whose
+// transaction moves the Workspace's lease) and the save of its record is
+// finished at the restart: the Workspace follows the Commit that landed,
+// with nothing pending and its ignored files kept, instead of coming back
+// with the committed changes pending again, to be committed twice.
+func TestRestartAfterCommitLanded(t *testing.T) {
+	d := startDaemon(t, map[string]string{"shared.txt": "base\n", ".layerfsignore": "scratch/\n"}, sessions.Config{Volume: sessions.VolumeOff})
+	w := d.create(t, "main")
+	d.sh(t, w.ID, "echo mine >> shared.txt; mkdir scratch; echo keep > scratch/k")
+	if err := d.Daemon.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// What the commit's landing transaction did before the crash.
+	s := d.st.Backend()
+	var holder string
+	leases, _ := s.Leases()
+	for _, l := range leases {
+		if l.ID == w.ID {
+			holder = l.Holder
+		}
+	}
+	stage := s.NewStage()
+	f, err := extents.WriteBytes(stage, []byte("base\nmine\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := &publish.Changeset{Base: mustParse(t, w.Lease), Changes: []publish.Change{{Path: "shared.txt",
+		Entry: &store.Entry{Type: store.TypeFile, Mode: 0o644, ID: f.ID, Size: f.Size, MTime: time.Now().UnixNano()}}}}
+	res, err := publish.Publish(s, "main", cs, stage, publish.Meta{Origin: store.OriginSession + w.ID, Message: "landed",
+		Landing: func(tx *store.RefTx, commit object.ID) error { return tx.SetLease(w.ID, "main", holder, commit) }})
+	if err != nil || res.Status != publish.Committed {
+		t.Fatalf("the landing: %+v %v", res, err)
+	}
+	// Another writer after it.
+	main, err := d.st.FS("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := main.Append("shared.txt", []byte("theirs\n"), layerfs.Call{}); err != nil {
+		t.Fatal(err)
+	}
+	d2, err := sessions.Start(sessions.Config{Store: s, StateDir: d.stateDir, Self: layerfsBin, Volume: sessions.VolumeOff})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Daemon = d2
+	got, err := d2.Inspect(w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Lease != res.Commit.String() || len(got.Pending) != 0 || got.Commits != 1 {
+		t.Fatalf("after the restart: lease %.12s (landed %s), pending %v, %d commits", got.Lease, res.Commit.Short(), got.Pending, got.Commits)
+	}
+	if k := d.sh(t, w.ID, "cat scratch/k"); k != "keep\n" {
+		t.Fatalf("the ignored file: %q", k)
+	}
+	d.commit(t, w.ID, api.StatusUpToDate)
+	if got := d.read(t, "main", "shared.txt"); got != "base\nmine\ntheirs\n" {
+		t.Fatalf("main's shared.txt: %q", got)
+	}
+}
+
+func mustParse(t *testing.T, hex string) object.ID {
+	t.Helper()
+	id, err := object.Parse(hex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

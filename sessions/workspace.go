@@ -161,6 +161,10 @@ func (w *workspace) resume() error {
 	if err := w.adoptMovedUpper(); err != nil {
 		return err
 	}
+	landed, err := w.landedBeforeCrash()
+	if err != nil {
+		return err
+	}
 	w.removeOldGenerations()
 	// The next generation's directories can only be what a crash left of
 	// a commit's next view (prepareNext), or of a commit or discard that
@@ -177,7 +181,50 @@ func (w *workspace) resume() error {
 	// A crash can leave the work directory in a state overlayfs dislikes;
 	// it holds nothing of value, so start a fresh one.
 	os.RemoveAll(w.work())
-	return w.setup()
+	if err := w.setup(); err != nil {
+		return err
+	}
+	if !landed.IsZero() {
+		return w.finishLanded(landed)
+	}
+	return nil
+}
+
+// landedBeforeCrash returns the Commit this Workspace's last commit landed
+// as, if a crash came between the landing, whose transaction moved the
+// Store's lease to it, and the save of the record that follows it: the
+// Store's lease then names a Commit of this Workspace's own other than
+// the record's. Zero if not.
+func (w *workspace) landedBeforeCrash() (object.ID, error) {
+	leases, err := w.d.s.Leases()
+	if err != nil {
+		return object.Zero, err
+	}
+	for _, l := range leases {
+		if l.ID != w.rec.ID || l.Commit == w.rec.lease() {
+			continue
+		}
+		if c, err := w.d.s.Commit(l.Commit); err == nil && c.Origin == store.OriginSession+w.rec.ID {
+			return l.Commit, nil
+		}
+	}
+	return object.Zero, nil
+}
+
+// finishLanded does, after a restart, what a commit that landed before a
+// crash had still to do: its upperdir's changes are in commit, so the
+// Workspace follows it, keeping what a commit leaves out (ignored paths,
+// special files). Restored as it was, the Workspace would show them as
+// pending again, and commit them twice: an append landed twice is a
+// duplicated line.
+func (w *workspace) finishLanded(commit object.ID) error {
+	cr, err := w.prepareDiscardCarry()
+	if err != nil {
+		return err
+	}
+	w.logf("its commit %.12s landed before a crash; following it", commit)
+	w.rec.Commits++
+	return w.follow(commit, nil, false, nil, cr)
 }
 
 // removeOldGenerations removes the upper and work directories of
