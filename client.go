@@ -89,8 +89,14 @@ func (c *Client) requestError(err error) error {
 }
 
 func decodeError(resp *http.Response) error {
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return errorOf(resp, data)
+}
+
+// errorOf is the APIError a failed request's body data describes.
+func errorOf(resp *http.Response, data []byte) error {
 	var e api.Error
-	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || e.Code == "" {
+	if err := json.Unmarshal(data, &e); err != nil || e.Code == "" {
 		e.Code, e.Error = api.CodeInternal, resp.Status
 	}
 	return &APIError{Status: resp.StatusCode, Code: e.Code, Msg: e.Error}
@@ -114,16 +120,12 @@ func (c *Client) Health(ctx context.Context) (api.Health, error) {
 	if err != nil {
 		return h, c.requestError(err)
 	}
-	var e api.Error
-	json.Unmarshal(data, &e)
-	if err := json.Unmarshal(data, &h); err != nil && resp.StatusCode < 400 {
-		return h, fmt.Errorf("daemon at %s: health: %w", c.socket, err)
-	}
+	err = json.Unmarshal(data, &h) // an unhealthy daemon's 503 holds its health too
 	if resp.StatusCode >= 400 {
-		if e.Code == "" {
-			e.Code, e.Error = api.CodeInternal, resp.Status
-		}
-		return h, &APIError{Status: resp.StatusCode, Code: e.Code, Msg: e.Error}
+		return h, errorOf(resp, data)
+	}
+	if err != nil {
+		return h, fmt.Errorf("daemon at %s: health: %w", c.socket, err)
 	}
 	return h, nil
 }

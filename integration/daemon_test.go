@@ -34,6 +34,18 @@ type testDaemon struct {
 	stateDir string
 }
 
+// restart starts a new daemon on d's Store and state directory, with
+// volume (sessions.VolumeOff, or "" for the default), in place of the one
+// closed before; the test's cleanup closes it.
+func (d *testDaemon) restart(t *testing.T, volume string) {
+	t.Helper()
+	d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin, Volume: volume})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Daemon = d2
+}
+
 func startDaemon(t *testing.T, files map[string]string, cfg sessions.Config) *testDaemon {
 	t.Helper()
 	src := filepath.Join(t.TempDir(), "src")
@@ -214,11 +226,7 @@ func TestDaemonRestartKeepsDirtyWorkspaces(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(retired, "123"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Daemon = d2 // the cleanup closes the new one
+	d.restart(t, sessions.VolumeAuto)
 	if _, err := os.Stat(filepath.Join(retired, "123")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("after restart, %s still holds what a crash left: %v", retired, err)
 	}
@@ -265,11 +273,7 @@ func TestDaemonRestartRemovesEndedWorkspaces(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ended, "state.json"), []byte(rec), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin, Volume: sessions.VolumeOff})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Daemon = d2
+	d.restart(t, sessions.VolumeOff)
 	if _, err := d.Inspect(w.ID); err == nil {
 		t.Fatalf("ended Workspace %s restored", w.ID)
 	}
@@ -326,11 +330,7 @@ func TestDaemonRestartReleasesOrphanLeases(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(d.stateDir, "ws", "ws-unreadable"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	d2, err := sessions.Start(sessions.Config{Store: s, StateDir: d.stateDir, Self: layerfsBin, Volume: sessions.VolumeOff})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Daemon = d2
+	d.restart(t, sessions.VolumeOff)
 	leases, err := s.Leases()
 	if err != nil {
 		t.Fatal(err)
@@ -421,12 +421,8 @@ func TestCommitOnFullStateDir(t *testing.T) {
 	if err := d.Daemon.Close(); err != nil {
 		t.Fatal(err)
 	}
-	d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: stateDir, Self: layerfsBin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Daemon = d2
-	got, err := d2.Inspect(w.ID)
+	d.restart(t, sessions.VolumeAuto)
+	got, err := d.Inspect(w.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,11 +457,7 @@ func TestRestartRemovesOldGenerations(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin, Volume: sessions.VolumeOff})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Daemon = d2
+	d.restart(t, sessions.VolumeOff)
 	deadline := time.Now().Add(5 * time.Second)
 	for _, err := os.Stat(old); err == nil; _, err = os.Stat(old) {
 		if time.Now().After(deadline) {
@@ -509,11 +501,7 @@ func TestStateDirOfAnotherStore(t *testing.T) {
 	if leases, err := other.Backend().Leases(); err != nil || len(leases) != 0 {
 		t.Fatalf("the other Store's leases: %v %v", leases, err)
 	}
-	d3, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Daemon = d3
+	d.restart(t, sessions.VolumeAuto)
 	if got := d.sh(t, w.ID, "cat b.txt"); got != "dirty\n" {
 		t.Fatalf("the Workspace after all that: %q", got)
 	}
@@ -606,12 +594,8 @@ func TestRestartAfterCommitLanded(t *testing.T) {
 	if _, err := main.Append("shared.txt", []byte("theirs\n"), layerfs.Call{}); err != nil {
 		t.Fatal(err)
 	}
-	d2, err := sessions.Start(sessions.Config{Store: s, StateDir: d.stateDir, Self: layerfsBin, Volume: sessions.VolumeOff})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Daemon = d2
-	got, err := d2.Inspect(w.ID)
+	d.restart(t, sessions.VolumeOff)
+	got, err := d.Inspect(w.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -220,11 +220,7 @@ func TestRestartAfterInterruptedRebase(t *testing.T) {
 	if err := os.WriteFile(recPath, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin, Volume: sessions.VolumeOff})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Daemon = d2
+	d.restart(t, sessions.VolumeOff)
 	if got := d.sh(t, b.ID, "cat a.txt b.txt"); got != want {
 		t.Fatalf("after the restart B reads %q, want %q", got, want)
 	}
@@ -393,11 +389,7 @@ func TestRestartAfterInterruptedCarry(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(old, "lib"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin, Volume: sessions.VolumeOff})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Daemon = d2
+	d.restart(t, sessions.VolumeOff)
 	if got := d.sh(t, w.ID, "cat a.txt build/sub/o lib/build/o lib/l.go && test -p pipe && echo ok"); got != "changed\nout\nlib\npackage lib\nok\n" {
 		t.Fatalf("after the restart the Workspace reads %q", got)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log"
 	"os"
 	"path/filepath"
@@ -459,12 +458,11 @@ func lockStateDir(dir string) (*os.File, error) {
 		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 	}
 	if err != nil {
-		f.Seek(0, io.SeekStart)
-		holder, _ := io.ReadAll(io.LimitReader(f, 32))
+		holder := lockHolder(f)
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			return nil, fmt.Errorf("%w: %s is in use by another daemon (pid %s); give this one a --state-dir of its own",
-				ErrStateInUse, dir, strings.TrimSpace(string(holder)))
+				ErrStateInUse, dir, holder)
 		}
 		return nil, fmt.Errorf("lock the state directory %s: %w", dir, err)
 	}
@@ -478,10 +476,8 @@ func lockStateDir(dir string) (*os.File, error) {
 // on its way out (a zombie, or exiting): one that holds the lock only
 // until its exit completes.
 func holderDying(f *os.File) bool {
-	data := make([]byte, 32)
-	n, _ := f.ReadAt(data, 0)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data[:n])))
-	if err != nil || pid <= 0 {
+	pid := lockPID(f)
+	if pid <= 0 {
 		return false
 	}
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")

@@ -62,6 +62,9 @@ func unsettledBy(res *publish.Result, c *publish.Capture) []unsettledPath {
 // the version its last conflict left there. A path no longer changed, or
 // changed to another version, is settled.
 func checkSettled(unsettled []unsettledPath, cs *publish.Changeset) error {
+	if len(unsettled) == 0 {
+		return nil // every commit but those after a conflict: no map to build
+	}
 	changes := changesByPath(cs)
 	var bad []string
 	for _, u := range unsettled {

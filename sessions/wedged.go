@@ -106,12 +106,22 @@ func abortFUSE(dev string) error {
 // holderStill reports whether the process the lock file names is there
 // at all.
 func holderStill(f *os.File) bool {
-	pid, err := strconv.Atoi(lockHolder(f))
-	return err == nil && pid > 0 && unix.Kill(pid, 0) == nil
+	pid := lockPID(f)
+	return pid > 0 && unix.Kill(pid, 0) == nil
 }
 
+// lockHolder is what the lock file says of its holder: its pid, as text.
 func lockHolder(f *os.File) string {
 	data := make([]byte, 32)
 	n, _ := f.ReadAt(data, 0)
 	return strings.TrimSpace(string(data[:n]))
+}
+
+// lockPID is the lock file's holder's pid, or 0 if it names none.
+func lockPID(f *os.File) int {
+	pid, err := strconv.Atoi(lockHolder(f))
+	if err != nil {
+		return 0
+	}
+	return pid
 }
