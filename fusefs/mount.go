@@ -179,10 +179,17 @@ func (s *Server) Unmount() error {
 		err = unix.Unmount(s.mnt, unix.MNT_DETACH)
 	}
 	if err != nil {
+		// Unmounted from outside meanwhile: the serving loop ends once
+		// the kernel drops the connection, which follows the unmount
+		// (EINVAL: no longer a mount point) by a moment.
+		wait := time.Duration(0)
+		if errors.Is(err, unix.EINVAL) {
+			wait = time.Second
+		}
 		select {
-		case <-s.done: // unmounted from outside meanwhile
+		case <-s.done:
 			return nil
-		default:
+		case <-time.After(wait):
 		}
 		return fmt.Errorf("unmount %s: %w", s.mnt, err)
 	}
