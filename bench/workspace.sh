@@ -66,6 +66,7 @@ v=$(metric WorkspaceBigFileEdit lifecycle-ms); row "edit 10 B of 32 MiB, lifecyc
 row "  its command in plain overlayfs over ext4 (ms)" "$(metric WorkspaceBigFileEdit plain-overlay-exec-ms)" "" "floor: the copy-up"
 row "  a Workspace's command / plain overlayfs" "$(metric WorkspaceBigFileEdit exec/plain-overlay)" "" "reported"
 row "  the command after a 300 ms pause (ms)" "$(metric WorkspaceBigFileEdit exec-after-pause-ms)" "" "reported"
+row "  the whole lifecycle after such a pause (ms)" "$(metric WorkspaceBigFileEdit lifecycle-after-pause-ms)" "" "reported"
 row "  CPU per lifecycle: daemon and client (ms)" "$(metric WorkspaceBigFileEdit cpu-ms/lifecycle)" "" "reported"
 row "  CPU per lifecycle: the command (ms)" "$(metric WorkspaceBigFileEdit cmd-cpu-ms/lifecycle)" "" "reported"
 v=$(metric WorkspaceBigFileEdit data-files); row "  big files kept to clone" "$v" "$( [ "${v:-0}" != 0 ] && echo ok || echo "none: copy-ups copy whole files")" "> 0"
