@@ -113,16 +113,18 @@ func (st *Store) diffOne(sb *strings.Builder, c *publish.PathDiff, context int) 
 	if err != nil {
 		return err
 	}
-	nameA, nameB := "a/"+c.Path, "b/"+c.Path
+	// Names that need it are quoted as git quotes them, so a name holding
+	// a newline cannot end the header or pass for a diff line.
+	nameA, nameB := QuotePath("a/"+c.Path), QuotePath("b/"+c.Path)
+	// Every file's part starts with the same header, binary or not, so a
+	// reader splits the output by it, as git's "diff --git" lines.
+	fmt.Fprintf(sb, "diff --layerfs %s %s (%s)\n", nameA, nameB, c.Kind)
 	if c.Old == nil {
 		nameA = "/dev/null"
 	}
 	if c.New == nil {
 		nameB = "/dev/null"
 	}
-	// Every file's part starts with the same header, binary or not, so a
-	// reader splits the output by it, as git's "diff --git" lines.
-	fmt.Fprintf(sb, "diff --layerfs a/%s b/%s (%s)\n", c.Path, c.Path, c.Kind)
 	switch {
 	case a == nil || b == nil:
 		fmt.Fprintf(sb, "Binary files %s and %s differ\n", nameA, nameB)

@@ -316,3 +316,19 @@ func TestDiffTextBinaryHasAHeader(t *testing.T) {
 		t.Errorf("diff of a new binary file:\n%s", text)
 	}
 }
+
+// TestDiffTextQuotesNames: a name holding a newline is quoted in the
+// headers, as git does, so it cannot end a header or pass for a diff line.
+func TestDiffTextQuotesNames(t *testing.T) {
+	st, f := newProject(t)
+	expect(t, publish.Committed)(f.Write("x\n+++ b/y", []byte("z\n")))
+	text, err := st.DiffText("L1", "main", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "diff --layerfs \"a/x\\n+++ b/y\" \"b/x\\n+++ b/y\" (added)\n" +
+		"--- /dev/null\n+++ \"b/x\\n+++ b/y\"\n@@ -0,0 +1 @@\n+z\n"
+	if !strings.Contains(text, want) {
+		t.Errorf("diff of a name with a newline:\n%s\nwant it to hold:\n%s", text, want)
+	}
+}

@@ -34,9 +34,9 @@ func runFSStat(c *cli, args []string) error {
 	if c.json {
 		return c.printJSON(statJSON{toFileJSON(&fi), f.Base().String()})
 	}
-	name := fi.Path
+	name := quoteName(fi.Path)
 	if fi.Target != "" {
-		name += " -> " + fi.Target
+		name += " -> " + quoteName(fi.Target)
 	}
 	fmt.Fprintf(c.out, "%s %s %s %d:%d %s %s %s\n", fi.Kind, lsMode(fi.Type, fi.Mode), fmtSize(&fi), fi.UID, fi.GID,
 		fi.MTime.UTC().Format(time.RFC3339), fi.ID.Short(), name)

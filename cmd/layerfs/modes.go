@@ -1,10 +1,9 @@
 package main
 
 import (
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/layerfs/layerfs"
 	"github.com/layerfs/layerfs/store"
 )
 
@@ -40,18 +39,9 @@ func lsMode(t store.EntryType, mode uint32) string {
 	return string(b)
 }
 
-// quoteName returns a path as the human-readable listings print it: as it
-// is, unless it holds a control character, a quote, a backslash or bytes
-// that are not UTF-8 — then quoted, C-style, as git does — so that one
-// path stays on one line and cannot pass for two.
-func quoteName(s string) string {
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == '"' || r == '\\' || r == utf8.RuneError {
-			return strconv.Quote(s)
-		}
-	}
-	return s
-}
+// quoteName returns a path as the human-readable listings print it
+// (layerfs.QuotePath).
+func quoteName(s string) string { return layerfs.QuotePath(s) }
 
 // firstLine is a message's first line, marked when there is more.
 func firstLine(msg string) string {
