@@ -3,6 +3,7 @@ package publish
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/sergi/go-diff/diffmatchpatch"
 )
@@ -41,7 +42,14 @@ func SplitLines(data []byte) []string {
 // DiffLines computes a minimal line diff of a and b (Myers, through
 // go-diff's line mode: each distinct line becomes one rune).
 func DiffLines(a, b []string) []LineOp {
-	ra, rb := encodeLines(a, b)
+	ra, rb, ok := encodeLines(a, b)
+	if !ok {
+		return diffManyLines(a, b)
+	}
+	return diffRunes(ra, rb)
+}
+
+func diffRunes(ra, rb []rune) []LineOp {
 	dmp := diffmatchpatch.New()
 	dmp.DiffTimeout = 0 // exact, however long: merges must not depend on timing
 	var ops []LineOp
@@ -64,8 +72,11 @@ func DiffLines(a, b []string) []LineOp {
 }
 
 // encodeLines maps each distinct line to one rune, skipping the surrogate
-// range, which is not a valid rune.
-func encodeLines(a, b []string) ([]rune, []rune) {
+// range, which is not a valid rune. It fails when there are more distinct
+// lines than runes: go-diff turns runes into strings, where every rune past
+// the last valid one reads as the same U+FFFD, and lines that differ would
+// diff as equal.
+func encodeLines(a, b []string) ([]rune, []rune, bool) {
 	ids := map[string]rune{}
 	next := rune(1)
 	enc := func(lines []string) []rune {
@@ -83,7 +94,43 @@ func encodeLines(a, b []string) ([]rune, []rune) {
 		}
 		return out
 	}
-	return enc(a), enc(b)
+	ra, rb := enc(a), enc(b)
+	return ra, rb, next-1 <= utf8.MaxRune
+}
+
+// diffManyLines diffs versions with more distinct lines than runes: the
+// part between their common head and tail is diffed as runes when it fits,
+// else replaced whole — a longer diff than a minimal one, never a wrong one.
+func diffManyLines(a, b []string) []LineOp {
+	pre, suf := 0, 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
+	}
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	ma, mb := a[pre:len(a)-suf], b[pre:len(b)-suf]
+	var ops []LineOp
+	if pre > 0 {
+		ops = append(ops, LineOp{Equal, 0, 0, pre})
+	}
+	if ra, rb, ok := encodeLines(ma, mb); ok {
+		for _, op := range diffRunes(ra, rb) {
+			op.A, op.B = op.A+pre, op.B+pre
+			ops = append(ops, op)
+		}
+	} else {
+		if len(ma) > 0 {
+			ops = append(ops, LineOp{Delete, pre, pre, len(ma)})
+		}
+		if len(mb) > 0 {
+			ops = append(ops, LineOp{Insert, pre + len(ma), pre, len(mb)})
+		}
+	}
+	if suf > 0 {
+		ops = append(ops, LineOp{Equal, len(a) - suf, len(b) - suf, suf})
+	}
+	return ops
 }
 
 // Unified renders a diff of a and b in unified format with context lines

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -127,4 +128,30 @@ func TestSharesLine(t *testing.T) {
 			t.Errorf("sharesLine(%q, %q) = %v, want %v", c.text, c.lines, got, want)
 		}
 	}
+}
+
+// TestDiffLinesPastRunes: versions with more distinct lines than there are
+// runes still diff right (a line changed near the end was once read as
+// unchanged: past the last rune, every line turned into the same U+FFFD).
+func TestDiffLinesPastRunes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds over a million lines")
+	}
+	lines := func(prefix string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = prefix + strconv.Itoa(i) + "\n"
+		}
+		return out
+	}
+	a := lines("", 0x110000+10)
+	b := append([]string(nil), a...)
+	b[len(b)-3], b[5000] = "changed\n", "changed too\n"
+	ops := DiffLines(a, b)
+	applyOps(t, a, b, ops)
+	if len(ops) != 7 {
+		t.Errorf("two changed lines: %d ops, want 7: %v", len(ops), ops)
+	}
+	a, b = lines("a", 0x90000), lines("b", 0x90000)
+	applyOps(t, a, b, DiffLines(a, b))
 }
