@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/layerfs/layerfs"
+	"github.com/layerfs/layerfs/store"
 )
 
 var initFlags struct {
@@ -58,7 +59,7 @@ func runInit(c *cli, args []string) error {
 	}
 	res, err := st.Init(args[0], opts)
 	if err != nil {
-		if made {
+		if made && !initializedMeanwhile(st) {
 			st.Close()
 			c.st = nil
 			for _, suffix := range []string{"", "-wal", "-shm"} {
@@ -86,6 +87,15 @@ func runInit(c *cli, args []string) error {
 		fmt.Fprintf(c.errOut, "layerfs init: warning: skipped %s (fifo, socket or device)\n", p)
 	}
 	return nil
+}
+
+// initializedMeanwhile reports whether the Store this init made and failed
+// in has a main branch all the same: another init, started at the same
+// moment, found the new file and landed first. The Store is that init's
+// then, and stays.
+func initializedMeanwhile(st *layerfs.Store) bool {
+	_, err := st.Backend().Branch(store.MainBranch)
+	return err == nil
 }
 
 // initJSON is init's result for --json.
