@@ -119,6 +119,10 @@ func (st *Store) diffOne(sb *strings.Builder, c *publish.PathDiff, context int) 
 	// Every file's part starts with the same header, binary or not, so a
 	// reader splits the output by it, as git's "diff --git" lines.
 	fmt.Fprintf(sb, "diff --layerfs %s %s (%s)\n", nameA, nameB, c.Kind)
+	if c.Old != nil && c.New != nil && c.Old.Type == c.New.Type && c.Old.Mode != c.New.Mode {
+		// As git says it; otherwise a chmod shows as a header alone.
+		fmt.Fprintf(sb, "old mode %06o\nnew mode %06o\n", gitMode(c.Old), gitMode(c.New))
+	}
 	if c.Old == nil {
 		nameA = "/dev/null"
 	}
@@ -132,6 +136,17 @@ func (st *Store) diffOne(sb *strings.Builder, c *publish.PathDiff, context int) 
 		sb.WriteString(publish.Unified(nameA, nameB, a, b, context))
 	}
 	return nil
+}
+
+// gitMode is an entry's type and mode as git prints them (100644).
+func gitMode(e *store.Entry) uint32 {
+	switch e.Type {
+	case store.TypeDir:
+		return 0o40000 | e.Mode
+	case store.TypeSymlink:
+		return 0o120000 | e.Mode
+	}
+	return 0o100000 | e.Mode
 }
 
 // textOf returns the lines of a file or symlink entry, an empty text for

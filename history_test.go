@@ -332,3 +332,18 @@ func TestDiffTextQuotesNames(t *testing.T) {
 		t.Errorf("diff of a name with a newline:\n%s\nwant it to hold:\n%s", text, want)
 	}
 }
+
+// TestDiffTextShowsAModeChange: a chmod alone says what changed, as git
+// does, not just that the file did.
+func TestDiffTextShowsAModeChange(t *testing.T) {
+	st, f := newProject(t)
+	expect(t, publish.Committed)(f.Write("run.sh", []byte("echo\n")))
+	expect(t, publish.Committed)(f.Chmod("run.sh", 0o755))
+	text, err := st.DiffText("main~1", "main", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "diff --layerfs a/run.sh b/run.sh (modified)\nold mode 100644\nnew mode 100755\n"; text != want {
+		t.Errorf("diff of a chmod:\n%s\nwant:\n%s", text, want)
+	}
+}
