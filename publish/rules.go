@@ -200,8 +200,10 @@ func (l *ruleLoader) load(file string, depth int) error {
 	for _, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSpace(line)
 		if inc, ok := strings.CutPrefix(line, "%include "); ok {
-			if err := l.load(strings.TrimPrefix(strings.TrimSpace(inc), "/"), depth+1); err != nil {
-				return err
+			inc = strings.TrimPrefix(strings.TrimSpace(inc), "/")
+			if err := l.load(inc, depth+1); err != nil {
+				// Named, or a merge fails saying only "bad path".
+				return fmt.Errorf("%s: %%include %s: %w", file, inc, err)
 			}
 			continue
 		}

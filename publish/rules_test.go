@@ -1,9 +1,12 @@
 package publish
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/layerfs/layerfs/store"
 )
 
 func TestRules(t *testing.T) {
@@ -70,5 +73,19 @@ func TestLoadRulesWithBoundsIncludes(t *testing.T) {
 	}
 	if _, err := LoadRulesWith(read, "many"); err == nil || !strings.Contains(err.Error(), "more than") {
 		t.Fatalf("%d includes: %v; want refused", maxRuleFiles+1, err)
+	}
+}
+
+// TestLoadRulesNamesABadInclude: an include that names no path in the tree
+// is refused, naming the rule file and the line, not as a bare "bad path".
+func TestLoadRulesNamesABadInclude(t *testing.T) {
+	r := newRepo(t, map[string]string{".lww": "%include ../shared\n*.lock\n"})
+	c, err := r.s.Commit(r.head())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadRules(r.s, c.Tree, LWWFile)
+	if !errors.Is(err, store.ErrBadPath) || !strings.Contains(err.Error(), ".lww: %include ../shared") {
+		t.Fatalf("LoadRules: %v; want a bad path naming .lww's include", err)
 	}
 }
