@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"text/tabwriter"
 	"time"
+
+	"github.com/layerfs/layerfs/object"
+	"github.com/layerfs/layerfs/store"
 )
 
 var branchFlags struct{ force bool }
@@ -67,13 +70,23 @@ func runBranch(c *cli, args []string) error {
 		if err := c.want(args, 2, 2); err != nil {
 			return err
 		}
-		if err := s.DeleteBranch(args[1], branchFlags.force); err != nil {
+		// The head it had is said, as git does: no other record names
+		// it, and with it a branch deleted by mistake can be forked again.
+		var head object.ID
+		err := s.Update(func(tx *store.RefTx) error {
+			var err error
+			if head, err = tx.Head(args[1]); err != nil {
+				return err
+			}
+			return tx.DeleteBranch(args[1], branchFlags.force)
+		})
+		if err != nil {
 			return err
 		}
 		if c.json {
-			return c.printJSON(map[string]string{"deleted": args[1]})
+			return c.printJSON(map[string]string{"deleted": args[1], "head": head.String()})
 		}
-		fmt.Fprintf(c.out, "deleted branch %s\n", args[1])
+		fmt.Fprintf(c.out, "deleted branch %s (was %s)\n", args[1], head.Short())
 		return nil
 	}
 	return fmt.Errorf("%w: unknown branch subcommand %q: want list, fork or delete", errUsage, args[0])

@@ -318,7 +318,7 @@ func TestCLISmallThings(t *testing.T) {
 		t.Errorf("ls main:src/: %q", out)
 	}
 	mustRun(t, "branch", "fork", "x", "main")
-	if out := mustRun(t, "branch", "delete", "x"); out != "deleted branch x\n" {
+	if out := mustRun(t, "branch", "delete", "x"); !strings.HasPrefix(out, "deleted branch x (was ") {
 		t.Errorf("branch delete: %q", out)
 	}
 	if code, _, _ := runCLI(t, "branch", "list", "extra"); code != exitUsage {
@@ -364,5 +364,30 @@ func deleteObject(t *testing.T, store string, id []byte) {
 	}
 	if _, err := db.Exec("DELETE FROM objects WHERE id = ?", id); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCLIBranchDeleteSaysTheHead: delete names the head the branch had, the
+// only record of it left, so that a branch deleted by mistake can be forked
+// again from it.
+func TestCLIBranchDeleteSaysTheHead(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "s.layerfs")
+	mustRun(t, "init", "--store", store, testTree(t))
+	t.Setenv("LAYERFS_STORE", store)
+	mustRun(t, "branch", "fork", "work", "main")
+	code, out, stderr := runWithStdin(t, "new\n", "fs", "write", "--json", "work:new.txt")
+	if code != 0 {
+		t.Fatalf("fs write: exit %d %s", code, stderr)
+	}
+	var res struct{ Commit string }
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Commit) != 64 {
+		t.Fatalf("fs write --json: %v %q", err, out)
+	}
+	if got, want := mustRun(t, "branch", "delete", "work"), "deleted branch work (was "+res.Commit[:12]+")\n"; got != want {
+		t.Errorf("branch delete: %q, want %q", got, want)
+	}
+	mustRun(t, "branch", "fork", "work", res.Commit[:12])
+	if got := mustRun(t, "cat", "work:new.txt"); got != "new\n" {
+		t.Errorf("new.txt after the fork: %q", got)
 	}
 }
