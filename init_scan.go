@@ -120,7 +120,7 @@ func (sc *scan) entry(abs, rel, name string) (scanEntry, bool, error) {
 		Mode:  st.Mode & 07777,
 		UID:   st.Uid,
 		GID:   st.Gid,
-		MTime: st.Mtim.Nano(),
+		MTime: store.MTimeOf(st.Mtim),
 	}}
 	if err := store.CheckName(name); err != nil {
 		return e, false, fmt.Errorf("%s: %w", abs, err)

@@ -275,3 +275,32 @@ func TestExportSparse(t *testing.T) {
 		t.Errorf("an 8 MiB file of nearly all zeros takes %d bytes on disk", used)
 	}
 }
+
+// TestInitKeepsAFarMTimeNearest: an mtime past what int64 nanoseconds hold
+// (2400) is kept as the latest they can (2262), not wrapped around (1815).
+func TestInitKeepsAFarMTimeNearest(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "future")
+	write(t, p, []byte("x\n"), 0o644)
+	const y2400 = 13569465600
+	var st unix.Stat_t
+	ts := []unix.Timespec{{Sec: y2400}, {Sec: y2400}}
+	if err := unix.UtimesNano(p, ts); err != nil || unix.Stat(p, &st) != nil || st.Mtim.Sec != y2400 {
+		t.Skipf("the filesystem keeps no mtime in 2400: %v", err)
+	}
+	s, _ := newTestStore(t)
+	if _, err := s.Init(dir, InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := s.FS("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := f.Stat("future")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.MTime.Year() != 2262 {
+		t.Errorf("mtime %v, want the latest int64 nanoseconds hold, in 2262", fi.MTime)
+	}
+}

@@ -233,7 +233,7 @@ func (cw *capturer) entry(abs, path, lowerPath string, lower *store.Entry) error
 }
 
 func entryOf(name string, st *unix.Stat_t) store.Entry {
-	return store.Entry{Name: name, Mode: st.Mode & 07777, UID: st.Uid, GID: st.Gid, MTime: st.Mtim.Nano()}
+	return store.Entry{Name: name, Mode: st.Mode & 07777, UID: st.Uid, GID: st.Gid, MTime: store.MTimeOf(st.Mtim)}
 }
 
 func (cw *capturer) whiteout(path string, lower *store.Entry) error {

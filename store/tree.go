@@ -3,8 +3,12 @@ package store
 import (
 	"fmt"
 	"io/fs"
+	"math"
 	"sort"
 	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/layerfs/layerfs/object"
 )
@@ -41,6 +45,21 @@ type Entry struct {
 	MTime  int64     // modification time, ns since the Unix epoch
 	ID     object.ID // file: content (chunk or extent root); dir: tree; symlink: zero
 	Target string    // symlink target, stored as written, never followed
+}
+
+// MTimeOf is a file's timestamp as an Entry keeps it, in nanoseconds
+// since the Unix epoch. One that int64 nanoseconds cannot hold (before
+// 1678, after 2262) is kept as the nearest they can, not wrapped around
+// into another century.
+func MTimeOf(ts unix.Timespec) int64 {
+	const limit = math.MaxInt64 / int64(time.Second) // in seconds: 2262-04-11
+	switch {
+	case ts.Sec >= limit:
+		return math.MaxInt64
+	case ts.Sec <= -limit:
+		return math.MinInt64
+	}
+	return ts.Sec*int64(time.Second) + ts.Nsec
 }
 
 // FileMode returns the entry's mode as an io/fs.FileMode.
