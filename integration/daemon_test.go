@@ -565,27 +565,7 @@ func TestRestartAfterCommitLanded(t *testing.T) {
 	if err := d.Daemon.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// What the commit's landing transaction did before the crash.
-	s := d.st.Backend()
-	var holder string
-	leases, _ := s.Leases()
-	for _, l := range leases {
-		if l.ID == w.ID {
-			holder = l.Holder
-		}
-	}
-	stage := s.NewStage()
-	f, err := extents.WriteBytes(stage, []byte("base\nmine\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := &publish.Changeset{Base: mustParse(t, w.Lease), Changes: []publish.Change{{Path: "shared.txt",
-		Entry: &store.Entry{Type: store.TypeFile, Mode: 0o644, ID: f.ID, Size: f.Size, MTime: time.Now().UnixNano()}}}}
-	res, err := publish.Publish(s, "main", cs, stage, publish.Meta{Origin: store.OriginSession + w.ID, Message: "landed",
-		Landing: func(tx *store.RefTx, commit object.ID) error { return tx.SetLease(w.ID, "main", holder, commit) }})
-	if err != nil || res.Status != publish.Committed {
-		t.Fatalf("the landing: %+v %v", res, err)
-	}
+	res := landAsBeforeACrash(t, d, w, "base\nmine\n")
 	// Another writer after it.
 	main, err := d.st.FS("main")
 	if err != nil {
@@ -608,6 +588,71 @@ func TestRestartAfterCommitLanded(t *testing.T) {
 	d.commit(t, w.ID, api.StatusUpToDate)
 	if got := d.read(t, "main", "shared.txt"); got != "base\nmine\ntheirs\n" {
 		t.Fatalf("main's shared.txt: %q", got)
+	}
+}
+
+// landAsBeforeACrash lands shared.txt with content as w's commit would,
+// moving w's lease in the Store in the same transaction, and leaves w's
+// record as it was: what a crash between the landing and the record's
+// save leaves. The daemon is closed.
+func landAsBeforeACrash(t *testing.T, d *testDaemon, w api.Workspace, content string) *publish.Result {
+	t.Helper()
+	s := d.st.Backend()
+	var holder string
+	leases, _ := s.Leases()
+	for _, l := range leases {
+		if l.ID == w.ID {
+			holder = l.Holder
+		}
+	}
+	stage := s.NewStage()
+	f, err := extents.WriteBytes(stage, []byte(content))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := &publish.Changeset{Base: mustParse(t, w.Lease), Changes: []publish.Change{{Path: "shared.txt",
+		Entry: &store.Entry{Type: store.TypeFile, Mode: 0o644, ID: f.ID, Size: f.Size, MTime: time.Now().UnixNano()}}}}
+	res, err := publish.Publish(s, "main", cs, stage, publish.Meta{Origin: store.OriginSession + w.ID, Message: "landed",
+		Landing: func(tx *store.RefTx, commit object.ID) error { return tx.SetLease(w.ID, "main", holder, commit) }})
+	if err != nil || res.Status != publish.Committed {
+		t.Fatalf("the landing: %+v %v", res, err)
+	}
+	return res
+}
+
+// TestRestartAfterCommitLandedRetried: a restart that fails before it has
+// finished a commit that landed before a crash (here: the Workspace's own
+// rules cannot be read) leaves the landing for the next start to see. The
+// restart moved the Store's lease back to the record's before it
+// followed the Commit, and the next start brought the Workspace back with
+// the committed change pending again.
+func TestRestartAfterCommitLandedRetried(t *testing.T) {
+	d := startDaemon(t, map[string]string{"shared.txt": "base\n"}, sessions.Config{Volume: sessions.VolumeOff})
+	w := d.create(t, "main")
+	d.sh(t, w.ID, "echo mine >> shared.txt; echo '%include ../outside' > .layerfsignore")
+	if err := d.Daemon.Close(); err != nil {
+		t.Fatal(err)
+	}
+	res := landAsBeforeACrash(t, d, w, "base\nmine\n")
+	if d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin, Volume: sessions.VolumeOff}); err == nil {
+		d2.Close()
+		t.Fatal("a restart with the Workspace's rules unreadable finished the landed commit")
+	}
+	checkNoMountsUnder(t, d.stateDir)
+	uppers, _ := filepath.Glob(filepath.Join(d.stateDir, "ws", w.ID, "upper-*", ".layerfsignore"))
+	if len(uppers) != 1 {
+		t.Fatalf("the Workspace's rule file in its upperdirs: %v", uppers)
+	}
+	if err := os.Remove(uppers[0]); err != nil {
+		t.Fatal(err)
+	}
+	d.restart(t, sessions.VolumeOff)
+	got, err := d.Inspect(w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Lease != res.Commit.String() || len(got.Pending) != 0 || got.Commits != 1 {
+		t.Fatalf("after the restarts: lease %.12s (landed %s), pending %v, %d commits", got.Lease, res.Commit.Short(), got.Pending, got.Commits)
 	}
 }
 

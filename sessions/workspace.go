@@ -175,7 +175,15 @@ func (w *workspace) resume() error {
 	if err := w.freshDirs(nextUpper, nextWork); err != nil {
 		return err
 	}
-	if err := w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, w.rec.lease()); err != nil {
+	// A commit that landed keeps the Store's lease until the Workspace
+	// has followed it: moved back to the record's, it would no longer
+	// tell a restart after this one fails, or a crash in it, that the
+	// commit landed (landedBeforeCrash).
+	lease := w.rec.lease()
+	if !landed.IsZero() {
+		lease = landed
+	}
+	if err := w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, lease); err != nil {
 		return err
 	}
 	// A crash can leave the work directory in a state overlayfs dislikes;
