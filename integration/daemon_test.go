@@ -639,6 +639,7 @@ func TestRestartAfterCommitLandedRetried(t *testing.T) {
 		t.Fatal("a restart with the Workspace's rules unreadable finished the landed commit")
 	}
 	checkNoMountsUnder(t, d.stateDir)
+	checkNoThreadSees(t, d.stateDir)
 	uppers, _ := filepath.Glob(filepath.Join(d.stateDir, "ws", w.ID, "upper-*", ".layerfsignore"))
 	if len(uppers) != 1 {
 		t.Fatalf("the Workspace's rule file in its upperdirs: %v", uppers)
@@ -654,6 +655,29 @@ func TestRestartAfterCommitLandedRetried(t *testing.T) {
 	if got.Lease != res.Commit.String() || len(got.Pending) != 0 || got.Commits != 1 {
 		t.Fatalf("after the restarts: lease %.12s (landed %s), pending %v, %d commits", got.Lease, res.Commit.Short(), got.Pending, got.Commits)
 	}
+}
+
+// checkNoThreadSees fails the test if a thread of this process is still,
+// after a moment, in a mount namespace with a mount of dir's in it: a
+// holder the daemon did not stop, whose copy of a Workspace's overlay
+// keeps the Store's FUSE mount alive.
+func checkNoThreadSees(t *testing.T, dir string) {
+	t.Helper()
+	var seen []string
+	for try := 0; try < 100; try++ {
+		seen = seen[:0]
+		tasks, _ := filepath.Glob("/proc/self/task/*/mountinfo")
+		for _, p := range tasks {
+			if data, err := os.ReadFile(p); err == nil && strings.Contains(string(data), dir+"/lower") {
+				seen = append(seen, filepath.Base(filepath.Dir(p)))
+			}
+		}
+		if len(seen) == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("threads %v still see mounts of %s", seen, dir)
 }
 
 func mustParse(t *testing.T, hex string) object.ID {

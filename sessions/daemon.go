@@ -258,6 +258,10 @@ func (d *Daemon) restore() error {
 		}
 		w := &workspace{d: d, rec: *rec}
 		if err := w.resume(); err != nil {
+			// Not in d.ws, so Close would not see them: its holder, whose
+			// namespace holds a clone of its overlay, would keep the
+			// Store's FUSE mount alive.
+			w.detach()
 			return fmt.Errorf("restore workspace %s: %w", rec.ID, err)
 		}
 		d.ws[rec.ID] = w
