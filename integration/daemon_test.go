@@ -330,6 +330,11 @@ func TestDaemonRestartReleasesOrphanLeases(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(d.stateDir, "ws", "ws-unreadable"), 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// A directory with no record at all is a create a crash cut short:
+	// removed, its Lease released (sessions' unit tests).
+	if err := os.WriteFile(filepath.Join(d.stateDir, "ws", "ws-unreadable", "state.json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	d.restart(t, sessions.VolumeOff)
 	leases, err := s.Leases()
 	if err != nil {

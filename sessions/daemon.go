@@ -238,6 +238,9 @@ func (d *Daemon) restore() error {
 	if err != nil {
 		return err
 	}
+	// The directories removed here, in the background: their Leases go
+	// too, whether or not the removal is done by then.
+	gone := map[string]bool{}
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".") {
 			continue // the data layer (datalayer.go)
@@ -245,11 +248,17 @@ func (d *Daemon) restore() error {
 		dir := d.dir("ws", e.Name())
 		if isEnded(dir) { // even with a record, should one be left beside the marker
 			removeInBackground(dir)
+			gone[e.Name()] = true
 			continue
 		}
 		rec, err := loadRecord(dir)
-		if err != nil && isSpare(dir) {
-			removeInBackground(dir) // made ahead of need and never used
+		if err != nil && (isSpare(dir) || errors.Is(err, os.ErrNotExist)) {
+			// Made ahead of need and never used, or a create a crash cut
+			// short before it saved the record (which every Workspace
+			// has from then on until its end): nobody was told of it.
+			removeInBackground(dir)
+			os.Remove(d.dir("mnt", e.Name())) // its host path, unmounted (cleanStaleMounts): rmdir only
+			gone[e.Name()] = true
 			continue
 		}
 		if err != nil {
@@ -267,7 +276,7 @@ func (d *Daemon) restore() error {
 		d.ws[rec.ID] = w
 		d.log.Printf("restored workspace %s (branch %s, lease %.12s)", rec.ID, rec.Branch, rec.Lease)
 	}
-	return d.dropOrphanLeases()
+	return d.dropOrphanLeases(gone)
 }
 
 // dropOrphanLeases releases the Leases that a daemon of this state
@@ -276,8 +285,9 @@ func (d *Daemon) restore() error {
 // and saving its record, or between an end's retiring the record and
 // releasing the Lease, left them pinning their Commits for good. Restored
 // Workspaces hold theirs again (resume); a Workspace directory whose
-// record could not be read keeps its Lease.
-func (d *Daemon) dropOrphanLeases() error {
+// record could not be read keeps its Lease. gone names the directories
+// restore is removing (their removal may still be under way).
+func (d *Daemon) dropOrphanLeases(gone map[string]bool) error {
 	leases, err := d.s.Leases()
 	if err != nil {
 		return err
@@ -288,7 +298,7 @@ func (d *Daemon) dropOrphanLeases() error {
 			continue
 		}
 		dir := d.dir("ws", l.ID)
-		if _, err := os.Stat(dir); err == nil && !isEnded(dir) {
+		if _, err := os.Stat(dir); err == nil && !isEnded(dir) && !gone[l.ID] {
 			continue // an unreadable record (restore skipped it): kept for its owner to see to
 		}
 		if err := d.s.DropLease(l.ID); err != nil {
