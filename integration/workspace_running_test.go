@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,6 +110,19 @@ func TestExecTimeoutAndCancel(t *testing.T) {
 	}
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("a 200 ms timeout returned after %v", took)
+	}
+
+	// A timeout longer than a time.Duration holds (292 years) is as good
+	// as none: it wrapped round to a negative one, and the command was
+	// killed at once, as timed out.
+	for _, ms := range []int64{math.MaxInt64, math.MaxInt64/int64(time.Millisecond) + 1} {
+		res, err = d.Exec(ctx, w.ID, api.ExecRequest{Argv: []string{"sh", "-c", "sleep 0.1; echo ok"}, TimeoutMS: ms}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.TimedOut || res.ExitCode != 0 || res.Stdout != "ok\n" {
+			t.Errorf("timeout_ms %d: timed_out %v, exit %d, stdout %q; want false, 0, ok", ms, res.TimedOut, res.ExitCode, res.Stdout)
+		}
 	}
 
 	// The client goes away: the command goes with it, and a later command

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"path"
@@ -27,6 +28,10 @@ import (
 // output from processes the command left running: output already written
 // is always read, however long that takes on a busy machine.
 const outputGrace = 250 * time.Millisecond
+
+// maxTimeoutMS is the longest timeout, in milliseconds, a time.Duration
+// holds.
+const maxTimeoutMS = math.MaxInt64 / int64(time.Millisecond)
 
 // Exec runs a command in a Workspace's namespace. When stream is set it
 // receives output as it comes, and the result carries none.
@@ -52,7 +57,9 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, strea
 }
 
 func (w *workspace) exec(ctx context.Context, req api.ExecRequest, stream func(api.ExecEvent)) (api.ExecResult, error) {
-	if req.TimeoutMS > 0 {
+	// One longer than a time.Duration holds (292 years) is none: it would
+	// wrap round to a negative one, and kill the command at once.
+	if req.TimeoutMS > 0 && req.TimeoutMS <= maxTimeoutMS {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMS)*time.Millisecond)
 		defer cancel()
