@@ -91,6 +91,28 @@ func alive(pid int) bool {
 	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
 
+// TestExecKilledIsGone: what a timeout or a client gone away killed is
+// gone when exec returns, so a commit right after it is not refused for
+// commands still running. The command's own process was reaped, but the
+// rest of its process group, sent SIGKILL at the same moment, could still
+// be on its way out.
+func TestExecKilledIsGone(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
+	w := d.create(t, "main")
+	for i := 0; i < 20; i++ {
+		res, err := d.Exec(context.Background(), w.ID, api.ExecRequest{Argv: []string{"sh", "-c", "sleep 300 & sleep 300 & sleep 300 & wait"}, TimeoutMS: 20}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.TimedOut {
+			t.Fatalf("not timed out: %+v", res)
+		}
+		if _, err := d.Commit(w.ID, api.CommitRequest{}); err != nil {
+			t.Fatalf("commit %d right after a command timed out: %v", i, err)
+		}
+	}
+}
+
 // TestExecTimeoutAndCancel: a command past its timeout is killed with its
 // whole process group and reported as timed out; a request whose client
 // goes away kills its command too; a command given no stdin reads

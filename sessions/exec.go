@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,7 +76,11 @@ func (w *workspace) exec(ctx context.Context, req api.ExecRequest, stream func(a
 	// client went away) or the timeout kills the whole process group.
 	stop := context.AfterFunc(ctx, func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 	waitErr := cmd.Wait()
-	timedOut := !stop() && errors.Is(ctx.Err(), context.DeadlineExceeded)
+	killed := !stop()
+	timedOut := killed && errors.Is(ctx.Err(), context.DeadlineExceeded)
+	if killed {
+		waitGroupGone(cmd.Process.Pid)
+	}
 	for _, p := range pipes {
 		p.exited()
 	}
@@ -87,6 +92,52 @@ func (w *workspace) exec(ctx context.Context, req api.ExecRequest, stream func(a
 	res.TimedOut = timedOut
 	res.ExitCode = exitCode(cmd, waitErr)
 	return res, nil
+}
+
+// groupGoneWait bounds how long exec waits for the process group it
+// killed to be gone.
+const groupGoneWait = 2 * time.Second
+
+// waitGroupGone waits, up to groupGoneWait, until process group pgid,
+// which was sent SIGKILL, has no live process left. Wait returns once
+// the command's own process is reaped, while the others of its group may
+// still be on their way out: a commit right after the reply counted them
+// as commands still running and was refused. Zombies do not count: the
+// commit does not count them (they have left their cgroup and
+// namespaces), and whoever reaps orphans may take its time.
+func waitGroupGone(pgid int) {
+	for deadline := time.Now().Add(groupGoneWait); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if !liveInGroup(pgid) {
+			return
+		}
+	}
+}
+
+// liveInGroup reports whether process group pgid has a process that has
+// not exited yet.
+func liveInGroup(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false // ESRCH: nothing at all, zombies neither
+	}
+	names, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, e := range names {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue // gone
+		}
+		// "pid (comm) state ppid pgrp ...": comm may hold anything.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
+			return true
+		}
+	}
+	return false
 }
 
 // outPipe carries a command's stdout or stderr to the output. It is read
