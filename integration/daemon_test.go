@@ -693,3 +693,32 @@ func mustParse(t *testing.T, hex string) object.ID {
 	}
 	return id
 }
+
+// TestCloseWaitsForCreates: a Close while creates are under way waits for
+// them, and then unmounts their Workspaces too. It took its list of
+// Workspaces without the ones still being made, which then mounted their
+// overlays and kept their holders after Close had unmounted everything.
+func TestCloseWaitsForCreates(t *testing.T) {
+	for round := 0; round < 5; round++ {
+		d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{Volume: sessions.VolumeOff})
+		var wg sync.WaitGroup
+		for i := 0; i < 6; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				path := "/w"
+				if i%2 == 0 {
+					path = api.DefaultPath // from the spare, as far as there is one
+				}
+				d.Create(api.CreateRequest{Path: path})
+			}()
+		}
+		time.Sleep(time.Duration(round) * time.Millisecond)
+		if err := d.Daemon.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		wg.Wait()
+		checkNoMountsUnder(t, d.stateDir)
+		checkNoThreadSees(t, d.stateDir)
+	}
+}

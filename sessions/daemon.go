@@ -81,8 +81,11 @@ type Daemon struct {
 	mu      sync.Mutex
 	ws      map[string]*workspace
 	pending int // Workspaces being created: they count against the cap
-	closed  bool
-	metrics metrics
+	// creating counts them too, for Close to wait for: their Workspaces
+	// are not in ws until they are made.
+	creating sync.WaitGroup
+	closed   bool
+	metrics  metrics
 }
 
 // Start mounts the Store, restores the Workspaces recorded in the state
@@ -399,6 +402,11 @@ func (d *Daemon) Close() error {
 		return nil
 	}
 	d.closed = true
+	d.mu.Unlock()
+	// No create starts from now on (reserve); those under way are waited
+	// for, and their Workspaces detached with the others.
+	d.creating.Wait()
+	d.mu.Lock()
 	// A copy: an end that found its Workspace before this still deletes
 	// it from the table.
 	ws := make([]*workspace, 0, len(d.ws))
@@ -584,6 +592,7 @@ func (d *Daemon) reserve() error {
 			ErrCap, d.cfg.MaxWorkspaces)
 	}
 	d.pending++
+	d.creating.Add(1)
 	return nil
 }
 
@@ -594,4 +603,5 @@ func (d *Daemon) settle(w *workspace) {
 	if w != nil {
 		d.ws[w.rec.ID] = w
 	}
+	d.creating.Done()
 }
