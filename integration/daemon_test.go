@@ -580,13 +580,7 @@ func TestRestartAfterCommitLanded(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.restart(t, sessions.VolumeOff)
-	got, err := d.Inspect(w.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Lease != res.Commit.String() || len(got.Pending) != 0 || got.Commits != 1 {
-		t.Fatalf("after the restart: lease %.12s (landed %s), pending %v, %d commits", got.Lease, res.Commit.Short(), got.Pending, got.Commits)
-	}
+	checkFollowed(t, d, w.ID, res)
 	if k := d.sh(t, w.ID, "cat scratch/k"); k != "keep\n" {
 		t.Fatalf("the ignored file: %q", k)
 	}
@@ -653,12 +647,19 @@ func TestRestartAfterCommitLandedRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.restart(t, sessions.VolumeOff)
-	got, err := d.Inspect(w.ID)
+	checkFollowed(t, d, w.ID, res)
+}
+
+// checkFollowed fails the test unless Workspace id, after a restart,
+// follows the Commit res landed as its first commit, with nothing pending.
+func checkFollowed(t *testing.T, d *testDaemon, id string, res *publish.Result) {
+	t.Helper()
+	got, err := d.Inspect(id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Lease != res.Commit.String() || len(got.Pending) != 0 || got.Commits != 1 {
-		t.Fatalf("after the restarts: lease %.12s (landed %s), pending %v, %d commits", got.Lease, res.Commit.Short(), got.Pending, got.Commits)
+		t.Fatalf("after the restart: lease %.12s (landed %s), pending %v, %d commits", got.Lease, res.Commit.Short(), got.Pending, got.Commits)
 	}
 }
 
