@@ -654,9 +654,6 @@ func (d *Daemon) End(id string, discard bool) error {
 			return fmt.Errorf("end %s: %w: %s; commit them, or end with discard (ws end --discard, ?discard=1)", id, ErrDirty, summarize(pending))
 		}
 	}
-	d.mu.Lock()
-	delete(d.ws, id)
-	d.mu.Unlock()
 	nv := w.takeNext()
 	err = w.detach()
 	// Not a Workspace any more, even if removal lags. A rename, not an
@@ -681,6 +678,12 @@ func (d *Daemon) End(id string, discard bool) error {
 	// With the next write: a crash before it leaves the Lease to the next
 	// start, which releases Leases it has no Workspace for.
 	err = errors.Join(err, d.s.DropLeaseSoon(id))
+	// Out of the table last: a Close that took its list before this waits
+	// for the end (w.mu), and one after finds everything above done — the
+	// holder stopped, the unmounts and removals it waits for counted.
+	d.mu.Lock()
+	delete(d.ws, id)
+	d.mu.Unlock()
 	d.metrics.ended.Add(1)
 	return err
 }
