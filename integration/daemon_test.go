@@ -723,3 +723,80 @@ func TestCloseWaitsForCreates(t *testing.T) {
 		checkNoThreadSees(t, d.stateDir)
 	}
 }
+
+// TestCommitWhoseRecordCannotBeSaved: a commit whose new view is shown
+// but whose record cannot be saved (here: the Workspace's directory made
+// immutable; a full disk, where a longer record does not fit its blocks,
+// or an I/O error the same) keeps the new view. It backed out instead:
+// the Workspace went on naming the old generation and lease while the
+// new view was shown, so the landed change read as pending again, what
+// commands wrote next went to an upperdir queued for removal and was not
+// seen as pending, and the commit answered an error though it had landed.
+func TestCommitWhoseRecordCannotBeSaved(t *testing.T) {
+	d := startDaemon(t, map[string]string{"shared.txt": "base\n"}, sessions.Config{Volume: sessions.VolumeOff})
+	w := d.create(t, "main")
+	d.sh(t, w.ID, "echo mine >> shared.txt") // and the next view is made ahead
+	dir := filepath.Join(d.stateDir, "ws", w.ID)
+	if err := setImmutable(dir, true); err != nil {
+		t.Skipf("immutable directories: %v", err)
+	}
+	t.Cleanup(func() { setImmutable(dir, false) })
+	res, err := d.Commit(w.ID, api.CommitRequest{})
+	if err := setImmutable(dir, false); err != nil {
+		t.Fatal(err)
+	}
+	if err != nil || res.Status != api.StatusCommitted {
+		t.Errorf("the commit: %+v, %v", res, err)
+	}
+	d.sh(t, w.ID, "echo new > new.txt")
+	got, err := d.Inspect(w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head := d.read(t, "main", "shared.txt"); got.Lease != d.head(t) || strings.Join(got.Pending, " ") != "new.txt" || head != "base\nmine\n" {
+		t.Fatalf("after the commit: lease %.12s (head %.12s), pending %v, main's shared.txt %q", got.Lease, d.head(t), got.Pending, head)
+	}
+	// The record still names generation 0, whose upperdir is gone: a
+	// restart takes up generation 1's.
+	if err := d.Daemon.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d.restart(t, sessions.VolumeOff)
+	if got, err := d.Inspect(w.ID); err != nil || got.Lease != d.head(t) || strings.Join(got.Pending, " ") != "new.txt" {
+		t.Fatalf("after a restart: %+v, %v", got, err)
+	}
+	d.commit(t, w.ID, api.StatusCommitted)
+	if got, want := d.read(t, "main", "shared.txt")+d.read(t, "main", "new.txt"), "base\nmine\nnew\n"; got != want {
+		t.Fatalf("main's shared.txt and new.txt: %q, want %q", got, want)
+	}
+}
+
+// setImmutable sets or clears directory dir's immutable attribute
+// (FS_IMMUTABLE_FL, linux/fs.h, which x/sys/unix does not name).
+func setImmutable(dir string, on bool) error {
+	const immutable = 0x10
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		return err
+	}
+	if on {
+		flags |= immutable
+	} else {
+		flags &^= immutable
+	}
+	return unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(flags))
+}
+
+func (d *testDaemon) head(t *testing.T) string {
+	t.Helper()
+	b, err := d.st.Backend().Branch("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Head.String()
+}

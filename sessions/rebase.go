@@ -107,7 +107,12 @@ func (w *workspace) rebase(res *publish.Result, c *publish.Capture) (markers []s
 	}
 	shown = true
 	removeInBackground(oldWork)
-	return markers, dropped, w.rec.save(w.dir())
+	// Shown: a record not saved is logged, as for a commit's switch
+	// (switchOverlay); a restart takes up the moved upperdir.
+	if err := w.rec.save(w.dir()); err != nil {
+		w.logf("rebased onto %.12s, but its record could not be saved: %v", w.rec.Lease, err)
+	}
+	return markers, dropped, nil
 }
 
 // emptyDir removes everything in dir, keeping dir.

@@ -252,10 +252,12 @@ func (w *workspace) removeOldGenerations() {
 	}
 }
 
-// adoptMovedUpper finishes a rebase a crash interrupted: rebase moves the
-// lease to the head it met and renames the upperdir to the next
-// generation before it saves the record, so the record can name an
-// upperdir that is gone while the next one holds the pending changes.
+// adoptMovedUpper takes up the next generation when the record names an
+// upperdir that is gone while the next one holds the pending changes: a
+// rebase a crash interrupted (it moves the lease to the head it met and
+// renames the upperdir before it saves the record), or a switch whose
+// record could not be saved (switchOverlay), whose old upperdir was then
+// removed.
 func (w *workspace) adoptMovedUpper() error {
 	next := w.dir("upper-" + strconv.Itoa(w.rec.Gen+1))
 	if _, err := os.Stat(w.upper()); err == nil {
@@ -274,7 +276,7 @@ func (w *workspace) adoptMovedUpper() error {
 		}
 	}
 	w.rec.Gen++
-	w.d.log.Printf("workspace %s: a rebase was interrupted; resuming it on %.12s", w.rec.ID, w.rec.Lease)
+	w.d.log.Printf("workspace %s: its record names a generation gone (a rebase interrupted, or a record not saved); resuming on the next, on %.12s", w.rec.ID, w.rec.Lease)
 	return nil
 }
 
@@ -519,12 +521,20 @@ func (w *workspace) makeDirs() error {
 }
 
 // switchOverlay shows the overlay of the current lease and directories,
-// next if it is not nil, and saves the record beside that.
+// next if it is not nil, and saves the record beside that. An error is
+// the show's: the view is as it was, for the caller to back out. Once the
+// new view is shown, commands write to its upperdir, so a record that
+// could not be saved (a full disk, an I/O error) is logged, not backed
+// out of: the stale one names the old generation, whose upperdir the
+// caller removes, and a restart takes the new one up (adoptMovedUpper).
 func (w *workspace) switchOverlay(next *nextView) error {
 	saved := make(chan error, 1)
 	go func() { saved <- w.rec.save(w.dir()) }()
 	err := w.show(next)
-	return errors.Join(err, <-saved)
+	if serr := <-saved; serr != nil && err == nil {
+		w.logf("shows generation %d, but its record could not be saved: %v", w.rec.Gen, serr)
+	}
+	return err
 }
 
 // show mounts the overlay of the current lease and directories and makes
