@@ -800,3 +800,48 @@ func (d *testDaemon) head(t *testing.T) string {
 	}
 	return b.Head.String()
 }
+
+// TestCommitLandedButNotFollowed: a commit that landed but whose new view
+// could not be mounted (here: its work directory on another filesystem
+// than its upperdir) keeps the Store's lease on the Commit that landed,
+// so that a restart finishes it (the Workspace follows the Commit,
+// keeping its ignored files), as after a crash at that point. The lease
+// went back to the old Commit, and the restart brought the Workspace back
+// with the landed change pending again, to be committed twice.
+func TestCommitLandedButNotFollowed(t *testing.T) {
+	d := startDaemon(t, map[string]string{"shared.txt": "base\n", ".layerfsignore": "scratch/\n"}, sessions.Config{Volume: sessions.VolumeOff})
+	w := d.create(t, "main")
+	d.sh(t, w.ID, "echo mine >> shared.txt; mkdir scratch; echo keep > scratch/k")
+	work := filepath.Join(d.stateDir, "ws", w.ID, "work-1")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", work, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(work, unix.MNT_DETACH) })
+	if res, err := d.Commit(w.ID, api.CommitRequest{}); err == nil || !strings.Contains(err.Error(), "landed") {
+		t.Fatalf("the commit whose view cannot be mounted: %+v, %v", res, err)
+	}
+	if got := d.read(t, "main", "shared.txt"); got != "base\nmine\n" {
+		t.Fatalf("main's shared.txt: %q", got)
+	}
+	head := d.head(t)
+	if err := d.Daemon.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Unmount(work, 0); err != nil {
+		t.Fatal(err)
+	}
+	d.restart(t, sessions.VolumeOff)
+	got, err := d.Inspect(w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Lease != head || len(got.Pending) != 0 || got.Commits != 1 {
+		t.Fatalf("after the restart: lease %.12s (head %.12s), pending %v, %d commits", got.Lease, head, got.Pending, got.Commits)
+	}
+	if k := d.sh(t, w.ID, "cat scratch/k"); k != "keep\n" {
+		t.Fatalf("the ignored file: %q", k)
+	}
+}

@@ -113,11 +113,13 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 		// Before the switch: a Workspace made on the new head meanwhile
 		// looks its big files up too (lookUpAhead).
 		w.d.hot.add(res.Commit, c.Changes)
-		w.rec.Commits++
 		old := w.rec.lease()
 		cr = w.prepareCarry(c, res.Commit)
 		err = w.follow(res.Commit, res.FinishAudit, true, next, cr)
 		next = nil
+		if err != nil {
+			err = fmt.Errorf("it landed as %s, but the Workspace could not follow it, and shows its changes as pending until the daemon restarts and does (do not commit them again): %w", res.Commit.Short(), err)
+		}
 		if w.d.data != nil {
 			// After the switch to the new head: the data files made after
 			// the Commit (clones, on the volume the new overlay's

@@ -231,8 +231,7 @@ func (w *workspace) finishLanded(commit object.ID) error {
 		return err
 	}
 	w.logf("its commit %.12s landed before a crash; following it", commit)
-	w.rec.Commits++
-	return w.follow(commit, nil, false, nil, cr)
+	return w.follow(commit, nil, true, nil, cr) // resume left the Store's lease on it
 }
 
 // removeOldGenerations removes the upper and work directories of
@@ -394,7 +393,11 @@ func (w *workspace) captured(ignore *publish.Rules) publish.Upper {
 // nil and was mounted (nextView: while a command ran, or beside the
 // commit's capture); follow owns next. The Lease (a Store write) overlaps
 // the new directories, unless leased says the Store's Lease is on commit
-// already (it landed with it); alongside, if not nil, runs on another
+// already: the Workspace's own commit, which landed with it, and which it
+// counts once it follows it. Should follow fail then, that lease stays
+// on commit, so that a restart finishes the landing (finishLanded),
+// rather than bring the changes back as pending, to be committed twice.
+// alongside, if not nil, runs on another
 // goroutine while the overlay is switched (a Commit's audit, another
 // Store write, beside mount calls). What the old upperdir holds that the
 // commit left out and the Workspace keeps moves to the new one (carry),
@@ -432,16 +435,16 @@ func (w *workspace) follow(commit object.ID, alongside func(), leased bool, next
 		err = w.makeDirs()
 	}
 	if err = errors.Join(err, <-lease); err != nil {
-		w.rec.Gen-- // still on the old overlay: keep the old Lease
-		if leased {
-			w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, w.rec.lease())
-		}
+		w.rec.Gen-- // still on the old overlay
 		if next != nil {
 			next.discard(w)
 		}
 		return err
 	}
 	w.rec.Lease = commit.String()
+	if leased {
+		w.rec.Commits++
+	}
 	if cr != nil {
 		// A crash from here to the record's save leaves the carried
 		// entries in the new upperdir, whence the restart, on the old
@@ -458,7 +461,7 @@ func (w *workspace) follow(commit object.ID, alongside func(), leased bool, next
 	err = w.switchOverlay(next)
 	<-done
 	if err != nil {
-		w.backOut(oldUpper, oldLease, cr)
+		w.backOut(oldUpper, oldLease, cr, leased)
 		return err
 	}
 	removeInBackground(oldUpper, oldWork)
@@ -486,7 +489,7 @@ func (w *workspace) remount(oldUpper, oldWork string, cr *carry) error {
 		cr.move(oldUpper, w.upper(), w.logf)
 	}
 	if err := w.switchOverlay(nil); err != nil {
-		w.backOut(oldUpper, w.rec.Lease, cr)
+		w.backOut(oldUpper, w.rec.Lease, cr, false)
 		return err
 	}
 	removeInBackground(oldUpper, oldWork)
@@ -497,15 +500,19 @@ func (w *workspace) remount(oldUpper, oldWork string, cr *carry) error {
 // shown: the old view still is, so the record goes back to naming it and
 // its lease — else a restart would take its upperdir, where writes go on,
 // for an old generation's and remove it — with what was carried moved
-// back. Callers hold w.mu.
-func (w *workspace) backOut(oldUpper, oldLease string, cr *carry) {
+// back. The Store's lease goes back too, unless landed: the switch was to
+// the Workspace's own commit, which landed, and which it no longer counts
+// (see follow). Callers hold w.mu.
+func (w *workspace) backOut(oldUpper, oldLease string, cr *carry, landed bool) {
 	newUpper, newWork := w.upper(), w.work()
 	if cr != nil {
 		mergeBack(newUpper, oldUpper)
 	}
 	w.rec.Gen--
 	w.rec.Lease = oldLease
-	if err := w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, w.rec.lease()); err != nil {
+	if landed {
+		w.rec.Commits--
+	} else if err := w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, w.rec.lease()); err != nil {
 		w.logf("back on generation %d after a failed switch, but its lease: %v", w.rec.Gen, err)
 	}
 	if err := w.rec.save(w.dir()); err != nil {
