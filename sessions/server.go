@@ -46,6 +46,11 @@ func Listen(path string) (net.Listener, error) {
 			return nil, fmt.Errorf("listen on %s: a process takes connections there but does not answer them", path)
 		}
 	}
+	// Only a socket is stale: anything else there (a mistyped --socket
+	// naming a file) is not the daemon's to remove.
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() != os.ModeSocket {
+		return nil, fmt.Errorf("listen on %s: it is a %s, not a socket; choose another path", path, fileKind(fi.Mode()))
+	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
 	}
@@ -61,6 +66,19 @@ func Listen(path string) (net.Listener, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// fileKind names what a file of mode m is, for errors.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m.IsRegular():
+		return "regular file"
+	case m&os.ModeSymlink != 0:
+		return "symlink"
+	}
+	return "special file"
 }
 
 // peerPID is the pid of the process that accepted unix connection c, or 0.
