@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -323,4 +324,20 @@ func (h *holder) later(fn func()) {
 	if !h.stopped {
 		h.threads[0].work <- fn
 	}
+}
+
+// pin opens the holder's mount namespace (see reaper.release), or returns
+// -1 if it cannot.
+func (h *holder) pin() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.threads[0]
+	if h.stopped || t == nil {
+		return -1
+	}
+	fd, err := unix.Open("/proc/self/task/"+strconv.Itoa(t.tid)+"/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
 }
