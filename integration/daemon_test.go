@@ -845,3 +845,30 @@ func TestCommitLandedButNotFollowed(t *testing.T) {
 		t.Fatalf("the ignored file: %q", k)
 	}
 }
+
+// TestExecStartErrors: a start that fails says whose fault it was. An
+// argument longer than the kernel passes (E2BIG) or one holding a NUL
+// byte is the request's (bad_request); a directory, or a file without
+// the execute bit, cannot be run (126). A start the machine refuses
+// (EAGAIN, ENOMEM) is neither: an internal error.
+func TestExecStartErrors(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n", "sub/b.txt": "b\n"}, sessions.Config{})
+	w := d.create(t, "main")
+	for _, c := range []struct {
+		argv []string
+		want error
+	}{
+		{[]string{"echo", strings.Repeat("x", 200<<10)}, sessions.ErrBadRequest},
+		{[]string{"echo", "a\x00b"}, sessions.ErrBadRequest},
+		{[]string{"./sub"}, sessions.ErrCannotRun},
+		{[]string{"./a.txt"}, sessions.ErrCannotRun},
+	} {
+		_, err := d.Exec(context.Background(), w.ID, api.ExecRequest{Argv: c.argv}, nil)
+		if !errors.Is(err, c.want) {
+			t.Errorf("exec %.40q: %v, want %v", c.argv, err, c.want)
+		}
+	}
+	if err := d.End(w.ID, false); err != nil {
+		t.Fatal(err)
+	}
+}

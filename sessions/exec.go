@@ -296,14 +296,34 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 		switch {
 		case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
 			return nil, nil, fmt.Errorf("%w: start %s: %v", ErrNoCommand, req.Argv[0], err)
-		case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC):
+		case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC), errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ETXTBSY):
 			return nil, nil, fmt.Errorf("%w: start %s: %v", ErrCannotRun, req.Argv[0], err)
+		case requestsFault(err):
+			return nil, nil, fmt.Errorf("%w: start %s: %v", ErrBadRequest, req.Argv[0], err)
 		}
-		return nil, nil, fmt.Errorf("%w: start %s: %v", ErrBadRequest, req.Argv[0], err)
+		// The machine's (EAGAIN, ENOMEM, EMFILE, a network namespace that
+		// could not be made): not the request's.
+		return nil, nil, fmt.Errorf("start %s: %w", req.Argv[0], err)
 	}
 	go stdout.copy(out.writer("stdout"))
 	go stderr.copy(out.writer("stderr"))
 	return cmd, []*outPipe{stdout, stderr}, nil
+}
+
+// requestsFault reports whether a start's error comes from what the
+// request asked for: an argument list or a name too long, a path through
+// something that is not a directory or through too many symlinks, or an
+// argument or variable that cannot be passed (a NUL byte in it: EINVAL).
+func requestsFault(err error) bool {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return false
+	}
+	switch errno {
+	case syscall.E2BIG, syscall.ENAMETOOLONG, syscall.ENOTDIR, syscall.ELOOP, syscall.EINVAL:
+		return true
+	}
+	return false
 }
 
 // cgroupRefusal reports whether a start's error is one the kernel gives
