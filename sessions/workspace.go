@@ -518,6 +518,14 @@ func (w *workspace) backOut(oldUpper, oldLease string, cr *carry, landed bool) {
 	if err := w.rec.save(w.dir()); err != nil {
 		w.logf("back on generation %d after a failed switch, but its record: %v", w.rec.Gen, err)
 	}
+	// What was carried and could not go back (a path the old upperdir
+	// has again) is kept aside, as a restart would keep it, not removed.
+	if empty, err := dirEmpty(newUpper); err == nil && !empty {
+		aside := fmt.Sprintf("%s.kept-%d", newUpper, time.Now().UnixNano())
+		if os.Rename(newUpper, aside) == nil {
+			w.logf("entries carried to generation %d could not go back; kept at %s", w.rec.Gen+1, aside)
+		}
+	}
 	removeInBackground(newUpper, newWork)
 }
 
