@@ -155,3 +155,29 @@ func TestDiffLinesPastRunes(t *testing.T) {
 	a, b = lines("a", 0x90000), lines("b", 0x90000)
 	applyOps(t, a, b, DiffLines(a, b))
 }
+
+// TestDiffLinesBounded: two versions of 30k lines in another order are
+// about 60k edits apart, which Myers took seconds to find (most of an
+// hour at 200k lines, in a commit's blame or a merge); past the budget the
+// lines between the common head and tail are replaced whole.
+func TestDiffLinesBounded(t *testing.T) {
+	a := make([]string, 30000)
+	for i := range a {
+		a[i] = strconv.Itoa(i) + "\n"
+	}
+	b := append([]string(nil), a...)
+	rand.New(rand.NewSource(3)).Shuffle(len(b)-2, func(i, j int) { b[i+1], b[j+1] = b[j+1], b[i+1] })
+	ops := DiffLines(a, b)
+	applyOps(t, a, b, ops)
+	if len(ops) != 4 || ops[1].Kind != Delete || ops[2].Kind != Insert {
+		t.Errorf("%d ops (%v ...), want the middle replaced whole", len(ops), ops[:min(len(ops), 4)])
+	}
+	// Within the budget the diff is still minimal.
+	b = append([]string(nil), a...)
+	for i := 100; i < len(b); i += 100 {
+		b[i] = "changed\n"
+	}
+	if ops := DiffLines(a, b); len(ops) != 3*299+1 {
+		t.Errorf("299 changed lines: %d ops, want %d", len(ops), 3*299+1)
+	}
+}
