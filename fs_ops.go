@@ -154,10 +154,13 @@ func (b *Batch) Edit(p, old, new string, all bool) error {
 }
 
 // IsText reports whether data looks like text: no NUL byte in its first
-// 8000 bytes (git's test).
+// textProbe bytes (git's test).
 func IsText(data []byte) bool {
-	return bytes.IndexByte(data[:min(len(data), 8000)], 0) < 0
+	return bytes.IndexByte(data[:min(len(data), textProbe)], 0) < 0
 }
+
+// textProbe is how much of a file IsText looks at.
+const textProbe = 8000
 
 // Delete removes a file, symlink or directory tree.
 func (b *Batch) Delete(p string) error {

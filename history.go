@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/layerfs/layerfs/extents"
 	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/publish"
 	"github.com/layerfs/layerfs/store"
@@ -154,6 +155,16 @@ func gitMode(e *store.Entry) uint32 {
 func (st *Store) textOf(e *store.Entry, p string) ([]string, error) {
 	if e == nil || e.Type == store.TypeDir {
 		return []string{}, nil
+	}
+	if e.Type == store.TypeFile && e.Size > textProbe {
+		// A binary file is only named: read no more of it than tells.
+		head := make([]byte, textProbe)
+		if _, err := extents.NewReader(st.s, extents.File{ID: e.ID, Size: e.Size}).ReadAt(head, 0); err != nil {
+			return nil, fmt.Errorf("read %s: %w", p, err)
+		}
+		if !IsText(head) {
+			return nil, nil
+		}
 	}
 	data, err := readEntry(st.s, e, p)
 	if err != nil {
