@@ -104,3 +104,61 @@ func TestStoreReadOnlyToTheUser(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreInDirectoryNotOurs: a Store file another user may write, in a
+// directory that user may not write, is read-only to them — SQLite could
+// not make its shared-memory and WAL files beside it — and reads work. They
+// failed, every one, with "attempt to write a readonly database".
+func TestStoreInDirectoryNotOurs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run the CLI as another user")
+	}
+	dir, err := os.MkdirTemp("/tmp", "layerfs-notours-") // the test temp root is 0700
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil { // root's: others may enter, not write
+		t.Fatal(err)
+	}
+	src := filepath.Join(dir, "src")
+	os.Mkdir(src, 0o755)
+	os.WriteFile(filepath.Join(src, "a.txt"), []byte("hello\n"), 0o644)
+	st := filepath.Join(dir, "s.layerfs")
+	runLayerfs(t, "init", "--store", st, src)
+	for _, suffix := range []string{"-shm", "-wal"} {
+		if _, err := os.Stat(st + suffix); err == nil {
+			t.Fatalf("%s left after init", st+suffix)
+		}
+	}
+	if err := os.Chmod(st, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "layerfs")
+	data, err := os.ReadFile(layerfsBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	asNobody := func(args ...string) (string, string, error) {
+		cmd := exec.Command(bin, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		return stdout.String(), stderr.String(), err
+	}
+	if out, errOut, err := asNobody("cat", "--store", st, "main:a.txt"); err != nil || out != "hello\n" {
+		t.Fatalf("cat as another user: %v %q %s", err, out, errOut)
+	}
+	if _, errOut, err := asNobody("fs", "write", "--store", st, "main:b.txt"); err == nil || !strings.Contains(errOut, "read-only") {
+		t.Fatalf("a write as another user: %v %s", err, errOut)
+	}
+	for _, suffix := range []string{"-shm", "-wal"} {
+		if _, err := os.Stat(st + suffix); err == nil {
+			t.Errorf("%s made by a reader", st+suffix)
+		}
+	}
+}

@@ -111,6 +111,21 @@ func Open(path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// writableToUs reports whether we may write the Store at path: the file,
+// and its shared-memory and WAL files, which SQLite makes beside it when
+// they are missing (a writable file in a directory we may not write
+// cannot be written: SQLite said only "attempt to write a readonly
+// database", to every command, reads too).
+func writableToUs(path string) bool {
+	if unix.Access(path, unix.W_OK) != nil {
+		return false
+	}
+	if unix.Access(filepath.Dir(path), unix.W_OK) == nil {
+		return true
+	}
+	return unix.Access(path+"-shm", unix.W_OK) == nil && unix.Access(path+"-wal", unix.W_OK) == nil
+}
+
 func open(path string, opts Options) (*Store, error) {
 	if opts.BusyTimeout == 0 {
 		opts.BusyTimeout = 30 * time.Second
@@ -128,13 +143,14 @@ func open(path string, opts Options) (*Store, error) {
 	}
 	immutable, readOnlyToUs := false, false
 	var opened unix.Stat_t
-	if !opts.Create && !opts.ReadOnly && unix.Access(path, unix.W_OK) != nil {
-		// Not ours to write (another user's Store, a read-only mount):
-		// read it, creating nothing — a shared-memory or WAL file made
-		// by us would lock its owner out. With its shared-memory file
-		// there, SQLite reads it, WAL and all, read-only. Without, only
-		// as immutable, which sees nothing of a WAL: so only when the
-		// WAL is empty, and as the snapshot it was when opened.
+	if !opts.Create && !opts.ReadOnly && !writableToUs(path) {
+		// Not ours to write (another user's Store, a read-only mount, a
+		// directory we may not create its shared-memory and WAL files
+		// in): read it, creating nothing — a shared-memory or WAL file
+		// made by us would lock its owner out. With its shared-memory
+		// file there, SQLite reads it, WAL and all, read-only. Without,
+		// only as immutable, which sees nothing of a WAL: so only when
+		// the WAL is empty, and as the snapshot it was when opened.
 		opts.ReadOnly, readOnlyToUs = true, true
 		if unix.Access(path+"-shm", unix.R_OK) != nil {
 			if !emptyOrMissing(path + "-wal") {
