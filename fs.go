@@ -148,6 +148,27 @@ func (f *FS) Read(p string) ([]byte, error) {
 	return readFile(f.st.s, root, p)
 }
 
+// Reader returns a reader of a file's contents, which reads them from the
+// Store as it goes: Read holds a whole file in memory. A symlink reads as
+// its target, as with Read.
+func (f *FS) Reader(p string) (*io.SectionReader, error) {
+	root, _, err := f.view()
+	if err != nil {
+		return nil, err
+	}
+	e, err := f.st.s.Lookup(root, p)
+	if err != nil {
+		return nil, err
+	}
+	switch e.Type {
+	case store.TypeDir:
+		return nil, fmt.Errorf("read %s: %w", p, ErrIsDir)
+	case store.TypeSymlink:
+		return io.NewSectionReader(strings.NewReader(e.Target), 0, int64(len(e.Target))), nil
+	}
+	return io.NewSectionReader(extents.NewReader(f.st.s, extents.File{ID: e.ID, Size: e.Size}), 0, e.Size), nil
+}
+
 func readFile(s *store.Store, root object.ID, p string) ([]byte, error) {
 	e, err := s.Lookup(root, p)
 	if err != nil {

@@ -3,11 +3,14 @@ package layerfs
 import (
 	"bytes"
 	"errors"
+	"io"
+	"math/rand"
 	"strings"
 	"testing"
 
 	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/publish"
+	"github.com/layerfs/layerfs/store"
 )
 
 // newProject inits a small project and returns a Store and an FS on main.
@@ -286,4 +289,36 @@ func TestWriteAtCostsTheChange(t *testing.T) {
 		t.Errorf("16 writeAts of 10 bytes grew the Store by %d bytes", grew)
 	}
 	var _ object.ID
+}
+
+// TestReaderStreamsWhatReadReturns: Reader gives the bytes Read does, for
+// a file of many chunks, an empty one and a symlink (its target), and
+// refuses a directory as Read does.
+func TestReaderStreamsWhatReadReturns(t *testing.T) {
+	_, f := newProject(t)
+	big := make([]byte, 5<<20+123)
+	rand.New(rand.NewSource(1)).Read(big)
+	expect(t, publish.Committed)(f.Write("big.bin", big))
+	expect(t, publish.Committed)(f.Write("none", nil))
+	expect(t, publish.Committed)(f.Symlink("biglink", "big.bin"))
+	for _, p := range []string{"big.bin", "none", "biglink", "link", "README.md"} {
+		want, err := f.Read(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := f.Reader(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(r)
+		if err != nil || !bytes.Equal(got, want) || r.Size() != int64(len(want)) {
+			t.Errorf("%s: %d bytes (size %d), %v; want %d", p, len(got), r.Size(), err, len(want))
+		}
+	}
+	if _, err := f.Reader("."); !errors.Is(err, ErrIsDir) {
+		t.Errorf("a directory: %v", err)
+	}
+	if _, err := f.Reader("missing"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a missing file: %v", err)
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/base64"
 	"fmt"
+	"io"
 	"unicode/utf8"
 
 	"github.com/layerfs/layerfs"
@@ -37,12 +38,17 @@ func runFSRead(c *cli, args []string) error {
 	if err := needPath(args[0], path); err != nil {
 		return err
 	}
-	data, err := f.Read(path)
-	if err != nil {
+	if !c.json {
+		// Streamed: a big file is never held whole in memory.
+		r, err := f.Reader(path)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(c.out, r)
 		return err
 	}
-	if !c.json {
-		_, err = c.out.Write(data)
+	data, err := f.Read(path)
+	if err != nil {
 		return err
 	}
 	j := readJSON{Path: path, Commit: f.Base().String(), Size: len(data)}
