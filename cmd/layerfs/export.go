@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/layerfs/layerfs"
@@ -29,6 +30,7 @@ func runExport(c *cli, args []string) error {
 		return err
 	}
 	ref, path := splitRefPath(args[0])
+	path = strings.TrimSuffix(path, "/") // main:src/ is src, as for ls
 	res, err := st.Export(ref, args[1], layerfs.ExportOptions{Path: path})
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -26,6 +27,7 @@ func runFSLs(c *cli, args []string) error {
 	ref, dir := "main", ""
 	if len(args) == 1 {
 		ref, dir = splitRefPath(args[0])
+		dir = strings.TrimSuffix(dir, "/") // main:src/ lists src, as ls does
 	}
 	f, err := openFS(c, ref)
 	if err != nil {

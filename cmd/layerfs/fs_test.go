@@ -74,6 +74,12 @@ func TestFSWriteReadStatLs(t *testing.T) {
 	if got := mustRun(t, "fs", "ls"); got != "file     3  README\nfile     2  bin\ndir      -  docs/\nsymlink  6  link -> README\ndir      -  src/\n" {
 		t.Errorf("ls:\n%s", got)
 	}
+	if got := mustRun(t, "fs", "ls", "main:docs/"); got != mustRun(t, "fs", "ls", "main:docs") { // a trailing slash, as ls takes it
+		t.Errorf("ls main:docs/:\n%s", got)
+	}
+	if got := mustRun(t, "fs", "ls", "main:/"); got != mustRun(t, "fs", "ls") {
+		t.Errorf("ls main:/:\n%s", got)
+	}
 	var list []fileJSON
 	mustJSON(t, mustRun(t, "fs", "ls", "--json", "main:docs"), &list)
 	if len(list) != 1 || list[0].Name != "a.txt" || list[0].Size != 6 || list[0].Type != "file" || list[0].Mode != "0644" {

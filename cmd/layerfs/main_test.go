@@ -68,6 +68,11 @@ func TestCLIEndToEnd(t *testing.T) {
 	if data, _ := os.ReadFile(filepath.Join(dst, "README")); string(data) != "hi\n" {
 		t.Errorf("export: %q", data)
 	}
+	dst = filepath.Join(t.TempDir(), "out")
+	mustRun(t, "export", "L1:/", dst) // a trailing slash, as ls takes it
+	if data, _ := os.ReadFile(filepath.Join(dst, "README")); string(data) != "hi\n" {
+		t.Errorf("export L1:/: %q", data)
+	}
 	var st map[string]any
 	if err := json.Unmarshal([]byte(mustRun(t, "stats", "--json")), &st); err != nil || st["branches"].(float64) != 2 {
 		t.Errorf("stats --json: %v %v", st, err)
