@@ -222,7 +222,7 @@ func splitAncestry(ref string) (string, int, error) {
 
 func (s *Store) resolveBase(ref string) (Resolved, error) {
 	if ref == "" {
-		return Resolved{}, fmt.Errorf("empty ref: %w", ErrNotFound)
+		return Resolved{}, fmt.Errorf("empty ref: %w", ErrBadName)
 	}
 	b, err := s.Branch(ref)
 	if err == nil {

@@ -85,6 +85,11 @@ func TestBranchesLayersAndResolve(t *testing.T) {
 	if _, err := s.Fork("x", "nope"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("fork from an unknown ref: %v", err)
 	}
+	for _, ref := range []string{"", "~1"} { // a ref with no name is bad, not missing
+		if _, err := s.Resolve(ref); !errors.Is(err, ErrBadName) {
+			t.Errorf("resolve %q: %v, want ErrBadName", ref, err)
+		}
+	}
 	if err := s.DeleteBranch("main", false); err == nil {
 		t.Error("deleting main must be refused")
 	}
