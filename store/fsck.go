@@ -52,7 +52,10 @@ func (r *FsckReport) Summary() string {
 func (s *Store) Fsck() (*FsckReport, error) {
 	f := &fscker{s: s, rep: &FsckReport{}, seen: map[object.ID]bool{}}
 	f.checkSchema()
-	bs, err := s.Branches()
+	// A damaged branch row is reported, and the rest still checked.
+	bs, err := s.branches(func(name string, err error) {
+		f.rep.Problems = append(f.rep.Problems, Problem{What: "corrupt", Kind: "branch", From: "branch " + name, Err: err.Error()})
+	})
 	if err != nil {
 		return nil, fmt.Errorf("fsck: %w", err)
 	}

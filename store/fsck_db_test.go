@@ -61,6 +61,15 @@ func TestDamagedBranchHead(t *testing.T) {
 	if _, err := s.Resolve("main"); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("resolve: %v", err)
 	}
+	// fsck reports the row, and checks the other branches all the same.
+	c2 := testCommit(t, s, "two")
+	if err := s.Update(func(tx *RefTx) error { return tx.CreateBranch("other", c2, "fork") }); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Fsck()
+	if err != nil || len(rep.Problems) != 1 || rep.Problems[0].From != "branch main" || rep.Objects == 0 {
+		t.Errorf("fsck: %+v, %v", rep, err)
+	}
 	if _, err := s.w.Exec(`UPDATE branches SET head = ? WHERE name = 'main'`, c1[:]); err != nil { // for the cleanup's fsck
 		t.Fatal(err)
 	}

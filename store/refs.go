@@ -87,7 +87,11 @@ func scanBranch(sc interface{ Scan(...any) error }) (Branch, error) {
 }
 
 // Branches lists every branch by name.
-func (s *Store) Branches() ([]Branch, error) {
+func (s *Store) Branches() ([]Branch, error) { return s.branches(nil) }
+
+// branches lists every branch by name. A damaged row (ErrCorrupt) fails
+// the listing, or, with damaged set, goes to it and is left out.
+func (s *Store) branches(damaged func(name string, err error)) ([]Branch, error) {
 	rows, err := s.r.Query(`SELECT name, head, start, created, updated FROM branches ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list branches: %w", err)
@@ -97,7 +101,11 @@ func (s *Store) Branches() ([]Branch, error) {
 	for rows.Next() {
 		b, err := scanBranch(rows)
 		if err != nil {
-			return nil, fmt.Errorf("list branches: %w", err)
+			if damaged == nil || !errors.Is(err, ErrCorrupt) {
+				return nil, fmt.Errorf("list branches: %w", err)
+			}
+			damaged(b.Name, err)
+			continue
 		}
 		out = append(out, b)
 	}
