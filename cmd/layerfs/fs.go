@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/base64"
 	"fmt"
 	"io"
 	"os"
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/layerfs/layerfs"
 	"github.com/layerfs/layerfs/publish"
@@ -227,6 +229,10 @@ type fileJSON struct {
 	MTime  time.Time `json:"mtime"`
 	ID     string    `json:"id,omitempty"`
 	Target string    `json:"target,omitempty"`
+	// A path or target whose bytes are not UTF-8 reads in JSON with
+	// U+FFFD in their place; these hold its bytes, to name it back.
+	PathBase64   string `json:"path_base64,omitempty"`
+	TargetBase64 string `json:"target_base64,omitempty"`
 }
 
 func toFileJSON(fi *layerfs.FileInfo) fileJSON {
@@ -234,6 +240,12 @@ func toFileJSON(fi *layerfs.FileInfo) fileJSON {
 		Size: fi.Size, MTime: fi.MTime.UTC(), Target: fi.Target}
 	if !fi.ID.IsZero() {
 		j.ID = fi.ID.String()
+	}
+	if !utf8.ValidString(fi.Path) {
+		j.PathBase64 = base64.StdEncoding.EncodeToString([]byte(fi.Path))
+	}
+	if !utf8.ValidString(fi.Target) {
+		j.TargetBase64 = base64.StdEncoding.EncodeToString([]byte(fi.Target))
 	}
 	return j
 }

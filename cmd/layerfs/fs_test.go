@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -345,5 +346,40 @@ func TestFSHelp(t *testing.T) {
 		if out := mustRun(t, name, "--help"); !strings.Contains(out, "-json") {
 			t.Errorf("%s --help lacks --json: %q", name, out)
 		}
+	}
+}
+
+// TestFSJSONNamesNotUTF8: JSON shows a name whose bytes are not UTF-8 with
+// U+FFFD; path_base64 (and target_base64) hold its bytes, so a script can
+// name the file back.
+func TestFSJSONNamesNotUTF8(t *testing.T) {
+	newCLIStore(t)
+	name := "caf\xe9.txt" // Latin-1
+	if code, _, errs := runWithStdin(t, "x\n", "fs", "write", "main:"+name); code != exitOK {
+		t.Fatalf("write: exit %d %s", code, errs)
+	}
+	var list []fileJSON
+	mustJSON(t, mustRun(t, "fs", "ls", "--json"), &list)
+	found := false
+	for _, fi := range list {
+		if fi.PathBase64 == "" {
+			continue
+		}
+		b, err := base64.StdEncoding.DecodeString(fi.PathBase64)
+		if err != nil || string(b) != name {
+			t.Fatalf("path_base64 %q: %q %v", fi.PathBase64, b, err)
+		}
+		found = true
+		if got := mustRun(t, "fs", "read", "main:"+string(b)); got != "x\n" {
+			t.Errorf("read it back: %q", got)
+		}
+	}
+	if !found {
+		t.Fatalf("no path_base64 in %+v", list)
+	}
+	var st fileJSON
+	mustJSON(t, mustRun(t, "fs", "stat", "--json", "main:README"), &st)
+	if st.PathBase64 != "" {
+		t.Errorf("path_base64 for a UTF-8 name: %+v", st)
 	}
 }
