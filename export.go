@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -163,7 +164,7 @@ func (x *exporter) dir(id [32]byte, path string) {
 func (x *exporter) entry(e *store.Entry, path string) {
 	switch e.Type {
 	case store.TypeDir:
-		if err := os.Mkdir(path, 0o700); err != nil {
+		if err := inDir(path, "mkdir", func(dir int, name string) error { return unix.Mkdirat(dir, name, 0o700) }); err != nil {
 			x.fail(err)
 			return
 		}
@@ -171,7 +172,7 @@ func (x *exporter) entry(e *store.Entry, path string) {
 		x.dir(e.ID, path)
 		x.dirs = append(x.dirs, dirMeta{*e, path})
 	case store.TypeSymlink:
-		if err := os.Symlink(e.Target, path); err != nil {
+		if err := inDir(path, "symlink", func(dir int, name string) error { return unix.Symlinkat(e.Target, dir, name) }); err != nil {
 			x.fail(err)
 			return
 		}
@@ -197,7 +198,14 @@ func (x *exporter) worker() {
 }
 
 func (x *exporter) writeFile(e *store.Entry, path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	var f *os.File
+	err := inDir(path, "open", func(dir int, name string) error {
+		fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o600)
+		if err == nil {
+			f = os.NewFile(uintptr(fd), path)
+		}
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -217,21 +225,71 @@ func (x *exporter) writeFile(e *store.Entry, path string) error {
 
 // meta applies owner, mode and mtime, in that order: chown clears setuid.
 func (x *exporter) meta(e *store.Entry, path string) error {
-	if x.owners {
-		if err := os.Lchown(path, int(e.UID), int(e.GID)); err != nil {
-			return err
+	return inDir(path, "set metadata of", func(dir int, name string) error {
+		if x.owners {
+			if err := unix.Fchownat(dir, name, int(e.UID), int(e.GID), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return err
+			}
 		}
-	}
-	if e.Type != store.TypeSymlink {
-		if err := os.Chmod(path, e.FileMode()&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
-			return err
+		if e.Type != store.TypeSymlink {
+			if err := unix.Fchmodat(dir, name, e.Mode&07777, 0); err != nil {
+				return err
+			}
 		}
+		ts := []unix.Timespec{unix.NsecToTimespec(e.MTime), unix.NsecToTimespec(e.MTime)}
+		return unix.UtimesNanoAt(dir, name, ts, unix.AT_SYMLINK_NOFOLLOW)
+	})
+}
+
+// inDir runs op on path as a directory fd and a name in it: the current
+// directory and path itself where path fits in PATH_MAX, as nearly every
+// one does. A longer one — the Store holds paths up to 4095 bytes, and an
+// export puts its target's in front — is reached a run of components at a
+// time (O_PATH opens, each under PATH_MAX). An error names the path.
+func inDir(path, what string, op func(dir int, name string) error) error {
+	if len(path) < unix.PathMax {
+		if err := op(unix.AT_FDCWD, path); err != nil {
+			return &fs.PathError{Op: what, Path: path, Err: err}
+		}
+		return nil
 	}
-	ts := []unix.Timespec{unix.NsecToTimespec(e.MTime), unix.NsecToTimespec(e.MTime)}
-	if err := unix.UtimesNanoAt(unix.AT_FDCWD, path, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return &fs.PathError{Op: "utimes", Path: path, Err: err}
+	dirPath, name := filepath.Split(path)
+	dir, err := openLongDir(filepath.Clean(dirPath))
+	if err != nil {
+		return &fs.PathError{Op: what, Path: path, Err: err}
+	}
+	defer unix.Close(dir)
+	if err := op(dir, name); err != nil {
+		return &fs.PathError{Op: what, Path: path, Err: err}
 	}
 	return nil
+}
+
+// openLongDir opens directory path, of any length, O_PATH.
+func openLongDir(path string) (int, error) {
+	dir, rest := unix.AT_FDCWD, path
+	for rest != "" {
+		// The longest run of whole components under PATH_MAX (the first
+		// may be absolute; the rest are relative to the one before).
+		run := rest
+		if len(run) >= unix.PathMax {
+			cut := strings.LastIndexByte(rest[:unix.PathMax-1], '/')
+			if cut <= 0 {
+				return -1, unix.ENAMETOOLONG
+			}
+			run = rest[:cut]
+		}
+		rest = strings.TrimLeft(rest[len(run):], "/")
+		fd, err := unix.Openat(dir, run, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if dir != unix.AT_FDCWD {
+			unix.Close(dir)
+		}
+		if err != nil {
+			return -1, err
+		}
+		dir = fd
+	}
+	return dir, nil
 }
 
 func (x *exporter) finish() error {

@@ -3,6 +3,8 @@ package layerfs
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/layerfs/layerfs/publish"
 	"github.com/layerfs/layerfs/store"
 )
 
@@ -302,5 +305,53 @@ func TestInitKeepsAFarMTimeNearest(t *testing.T) {
 	}
 	if fi.MTime.Year() != 2262 {
 		t.Errorf("mtime %v, want the latest int64 nanoseconds hold, in 2262", fi.MTime)
+	}
+}
+
+// TestExportLongPaths: the Store takes paths up to 4095 bytes; exported
+// below a target directory they pass PATH_MAX, where the export reaches
+// them a run of components at a time. It stopped at the first, with
+// ENAMETOOLONG, leaving a partial tree.
+func TestExportLongPaths(t *testing.T) {
+	_, f := newProject(t)
+	var parts []string
+	for i := 0; i < 20; i++ {
+		parts = append(parts, fmt.Sprintf("%03d%s", i, strings.Repeat("d", 199)))
+	}
+	dir := strings.Join(parts, "/") // 4059 bytes
+	expect(t, publish.Committed)(f.Write(dir+"/f.txt", []byte("deep\n")))
+	expect(t, publish.Committed)(f.Symlink(dir+"/link", "f.txt"))
+	expect(t, publish.Committed)(f.Chmod(dir+"/f.txt", 0o640))
+	dst := filepath.Join(t.TempDir(), "out")
+	res, err := f.st.Export("main", dst, ExportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Symlinks < 2 { // the sample tree's link, and this one
+		t.Errorf("exported %+v", res)
+	}
+	long := filepath.Join(dst, filepath.FromSlash(dir))
+	if len(long+"/f.txt") < unix.PathMax {
+		t.Fatalf("the path is only %d bytes", len(long))
+	}
+	d, err := openLongDir(long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(d)
+	fd, err := unix.Openat(d, "f.txt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := os.NewFile(uintptr(fd), "f.txt")
+	defer file.Close()
+	data, _ := io.ReadAll(file)
+	fi, _ := file.Stat()
+	if string(data) != "deep\n" || fi.Mode().Perm() != 0o640 {
+		t.Errorf("f.txt: %q %v", data, fi.Mode())
+	}
+	buf := make([]byte, 64)
+	if n, err := unix.Readlinkat(d, "link", buf); err != nil || string(buf[:n]) != "f.txt" {
+		t.Errorf("link: %q %v", buf[:n], err)
 	}
 }
