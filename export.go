@@ -265,6 +265,19 @@ func inDir(path, what string, op func(dir int, name string) error) error {
 	return nil
 }
 
+// openLong opens path, of any length (see inDir), with flags.
+func openLong(path string, flags int) (*os.File, error) {
+	var f *os.File
+	err := inDir(path, "open", func(dir int, name string) error {
+		fd, err := unix.Openat(dir, name, flags|unix.O_CLOEXEC, 0)
+		if err == nil {
+			f = os.NewFile(uintptr(fd), path)
+		}
+		return err
+	})
+	return f, err
+}
+
 // openLongDir opens directory path, of any length, O_PATH.
 func openLongDir(path string) (int, error) {
 	dir, rest := unix.AT_FDCWD, path

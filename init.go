@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/layerfs/layerfs/extents"
 	"github.com/layerfs/layerfs/object"
@@ -140,7 +141,7 @@ func saveFiles(b *store.Batch, sc *scan, opts InitOptions, start time.Time) erro
 }
 
 func saveFile(b *store.Batch, e *scanEntry) error {
-	f, err := os.Open(e.abs)
+	f, err := openLong(e.abs, unix.O_RDONLY)
 	if err != nil {
 		return err
 	}

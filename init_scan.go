@@ -2,7 +2,6 @@ package layerfs
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -85,7 +84,7 @@ func (sc *scan) walk(abs, rel string) (*scanDir, error) {
 }
 
 func readNames(abs string) ([]string, error) {
-	f, err := os.Open(abs)
+	f, err := openLong(abs, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		return nil, err
 	}
@@ -112,8 +111,10 @@ func joinRel(rel, name string) string {
 // entry lstats one name; ok is false for types LayerFS does not capture.
 func (sc *scan) entry(abs, rel, name string) (scanEntry, bool, error) {
 	var st unix.Stat_t
-	if err := unix.Lstat(abs, &st); err != nil {
-		return scanEntry{}, false, &fs.PathError{Op: "lstat", Path: abs, Err: err}
+	if err := inDir(abs, "lstat", func(dir int, name string) error {
+		return unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	}); err != nil {
+		return scanEntry{}, false, err
 	}
 	e := scanEntry{Entry: store.Entry{
 		Name:  name,
@@ -134,7 +135,7 @@ func (sc *scan) entry(abs, rel, name string) (scanEntry, bool, error) {
 		e.Type, e.Size, e.abs = store.TypeFile, st.Size, abs
 		sc.bytes += st.Size
 	case unix.S_IFLNK:
-		target, err := os.Readlink(abs)
+		target, err := readLink(abs, st.Size)
 		if err != nil {
 			return e, false, err
 		}
@@ -171,4 +172,23 @@ func putTrees(b *store.Batch, d *scanDir) (object.ID, error) {
 		t.Entries[i] = e.Entry
 	}
 	return b.PutTree(t)
+}
+
+// readLink reads the symlink at abs, of any length (see inDir), whose
+// target lstat gave as size bytes.
+func readLink(abs string, size int64) (string, error) {
+	buf := make([]byte, max(size, 255)+1)
+	var n int
+	err := inDir(abs, "readlink", func(dir int, name string) error {
+		var err error
+		n, err = unix.Readlinkat(dir, name, buf)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if n == len(buf) { // it grew since the lstat: read it again
+		return readLink(abs, 2*int64(len(buf)))
+	}
+	return string(buf[:n]), nil
 }

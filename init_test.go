@@ -354,4 +354,19 @@ func TestExportLongPaths(t *testing.T) {
 	if n, err := unix.Readlinkat(d, "link", buf); err != nil || string(buf[:n]) != "f.txt" {
 		t.Errorf("link: %q %v", buf[:n], err)
 	}
+	// And back: init reads them the same way.
+	st2, _ := newTestStore(t)
+	if _, err := st2.Init(dst, InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f2, err := st2.FS("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mustRead(t, f2, dir+"/f.txt"); got != "deep\n" {
+		t.Errorf("init of the export: %q", got)
+	}
+	if fi, err := f2.Stat(dir + "/link"); err != nil || fi.Target != "f.txt" {
+		t.Errorf("init of the export, the link: %+v %v", fi, err)
+	}
 }
