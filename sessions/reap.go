@@ -102,21 +102,22 @@ func kill(ns uint64, tracked bool, c *cgroup, cg *cgroups, rounds int) bool {
 
 // release kills, in the background, what still runs in ns and removes
 // its cgroup: its Workspace has ended or been detached. Namespaces no
-// command ran in cost nothing. pin is a file open on the namespace
-// (holder.pin), or -1; release closes it once the kill is done. Until
-// then the namespace lives on, and its inode number, by which the kill
-// finds processes, cannot go to a namespace made meanwhile (the kernel
-// hands out the lowest free one), whose commands it would kill.
-func (r *reaper) release(ns uint64, pin int) {
+// command ran in cost nothing. pin opens a file on the namespace
+// (holder.pin; -1 if it cannot), which release closes once the kill is
+// done. Until then the namespace lives on, and its inode number, by which
+// the kill finds processes, cannot go to a namespace made meanwhile (the
+// kernel hands out the lowest free one), whose commands it would kill.
+// The caller ends the namespace's holder only after release returns.
+func (r *reaper) release(ns uint64, pin func() int) {
 	tracked, c, cg := r.take(ns)
 	if !tracked && c == nil {
-		closePin(pin)
 		return
 	}
+	fd := pin()
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		defer closePin(pin)
+		defer closePin(fd)
 		if kill(ns, tracked, c, cg, 50) {
 			r.mu.Lock()
 			if r.cgs[ns] == nil { // else a new holder has the inode now

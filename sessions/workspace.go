@@ -292,7 +292,7 @@ func (w *workspace) detach() error {
 		nv.unmount() // before the Store's FUSE mount, which it stacks on, goes
 	}
 	if w.holder != nil {
-		w.d.reaper.release(w.holder.ns, w.holder.pin())
+		w.d.reaper.release(w.holder.ns, w.holder.pin)
 		w.holder.stop()
 		w.holder = nil
 	}
