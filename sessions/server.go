@@ -249,10 +249,13 @@ func (d *Daemon) handleCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws, err := d.Create(req)
-	if err == nil {
-		w.WriteHeader(http.StatusCreated)
+	if err != nil {
+		respond(w, nil, err)
+		return
 	}
-	respond(w, ws, err)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	json.NewEncoder(w).Encode(ws)
 }
 
 func (d *Daemon) handleCommit(w http.ResponseWriter, r *http.Request) {
