@@ -253,9 +253,28 @@ func (d *Daemon) handleCreate(w http.ResponseWriter, r *http.Request) {
 		respond(w, nil, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusCreated)
-	json.NewEncoder(w).Encode(ws)
+	// A client that went away meanwhile (its context cancelled: it timed
+	// out, or was interrupted), or before the reply reached it, never
+	// learns the Workspace's id, and nobody would end it: end it here,
+	// rather than leave it holding a lease and a place under the cap.
+	// (Once the reply is out, the client may well close the connection
+	// at once: that is no reason to end it.)
+	err = r.Context().Err()
+	if err == nil {
+		body, _ := json.Marshal(ws)
+		body = append(body, '\n')
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(http.StatusCreated)
+		if _, err = w.Write(body); err == nil {
+			err = http.NewResponseController(w).Flush()
+		}
+	}
+	if err != nil {
+		if err := d.End(ws.ID, true); err != nil {
+			d.log.Printf("end %s, created for a client that went away: %v", ws.ID, err)
+		}
+	}
 }
 
 func (d *Daemon) handleCommit(w http.ResponseWriter, r *http.Request) {
