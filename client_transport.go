@@ -56,18 +56,40 @@ func (t *syncTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
-	if err := req.Write(c.bw); err != nil {
-		return fail(err)
+	err = req.Write(c.bw)
+	if err == nil {
+		err = c.bw.Flush()
 	}
-	if err := c.bw.Flush(); err != nil {
-		return fail(err)
-	}
-	resp, err := http.ReadResponse(c.br, req)
+	var resp *http.Response
 	if err != nil {
+		if resp = earlyAnswer(c, req); resp == nil {
+			return fail(err)
+		}
+	} else if resp, err = http.ReadResponse(c.br, req); err != nil {
 		return fail(err)
 	}
 	resp.Body = &syncBody{ReadCloser: resp.Body, ctx: ctx, t: t, c: c, stop: stop, keep: !resp.Close}
 	return resp, nil
+}
+
+// earlyAnswer is the daemon's answer to a request whose write failed, or
+// nil. One it refused before reading all of its body (a body over
+// api.MaxBody: 413) has its answer waiting on the connection it closed,
+// and the answer says more than the broken pipe. (The write's error does
+// not tell: net/http reports it as one reading the body.)
+func earlyAnswer(c *syncConn, req *http.Request) *http.Response {
+	if req.Context().Err() != nil {
+		return nil
+	}
+	// A connection the daemon closed reads at once; the deadline bounds
+	// the wait on one it did not.
+	c.conn.SetReadDeadline(time.Now().Add(time.Second))
+	resp, err := http.ReadResponse(c.br, req)
+	if err != nil {
+		return nil
+	}
+	resp.Close = true // the connection is not to be used again
+	return resp
 }
 
 // conn returns an idle connection that is still open, or a new one.

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/layerfs/layerfs/api"
 )
 
 // countingListener counts the connections it accepts.
@@ -229,5 +231,29 @@ func BenchmarkRoundTrip(b *testing.B) {
 				resp.Body.Close()
 			}
 		})
+	}
+}
+
+// TestAnswerBeforeTheWholeBody: a daemon that refuses a request before
+// reading all of its body (one over api.MaxBody: 413) and closes the
+// connection is heard: the Client returns its APIError, not the broken
+// pipe its write met.
+func TestAnswerBeforeTheWholeBody(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "d.sock")
+	serveUnix(t, sock, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+		io.WriteString(w, `{"code":"bad_request","error":"the body is over 64 MiB"}`)
+	}))
+	c := Dial(sock)
+	_, err := c.Exec(context.Background(), "ws-1", api.ExecRequest{Argv: []string{"cat"}, Stdin: strings.Repeat("x", 32<<20)})
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusRequestEntityTooLarge || ae.Code != api.CodeBadRequest {
+		t.Fatalf("exec with a body refused early: %v, want the daemon's 413", err)
+	}
+	// The next request goes on a new connection.
+	if _, err := c.List(context.Background()); !errors.As(err, &ae) || ae.Status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("list after: %v", err)
 	}
 }
