@@ -225,7 +225,7 @@ func wsExec(c *cli, cl *layerfs.Client, id string, argv []string) error {
 		return fmt.Errorf("%w: layerfs ws exec ID -- ARGV...", errUsage)
 	}
 	req := api.ExecRequest{Argv: argv, Cwd: wsFlags.cwd, Env: wsFlags.env, IsolateNetwork: wsFlags.isolate,
-		TimeoutMS: wsFlags.timeout.Milliseconds()}
+		TimeoutMS: timeoutMS(wsFlags.timeout)}
 	if wsFlags.stdin {
 		// Passed whole, in the request (api.MaxBody), as text or base64.
 		const most = api.MaxBody / 2
@@ -274,6 +274,15 @@ func wsExec(c *cli, cl *layerfs.Client, id string, argv []string) error {
 		return &exitStatus{res.ExitCode}
 	}
 	return nil
+}
+
+// timeoutMS is --timeout in the API's milliseconds, rounded up: one
+// shorter than a millisecond is not 0, which is none.
+func timeoutMS(d time.Duration) int64 {
+	if d%time.Millisecond > 0 {
+		return d.Milliseconds() + 1
+	}
+	return d.Milliseconds()
 }
 
 func printDiscard(c *cli, res api.DiscardResult) {
