@@ -40,9 +40,10 @@ type Workspace struct {
 // ExecRequest runs one command in a Workspace.
 type ExecRequest struct {
 	Argv []string `json:"argv"`
-	// Env replaces the environment when set (KEY=VALUE); unset: the
-	// daemon's own environment.
-	Env []string `json:"env,omitempty"`
+	// Env replaces the environment when set (KEY=VALUE), empty (not nil)
+	// for none at all; nil: the daemon's own environment. (Not omitempty:
+	// an empty one would go as nil.)
+	Env []string `json:"env"`
 	// Cwd is relative to the Workspace root, or absolute inside the
 	// namespace; default the Workspace root.
 	Cwd string `json:"cwd,omitempty"`
