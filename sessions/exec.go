@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -247,6 +248,7 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 		// Look the program up here, so a path inside the Workspace works.
 		newCmd := func(cgroup int) *exec.Cmd {
 			cmd := exec.Command(req.Argv[0], req.Argv[1:]...)
+			lookInEnvPath(cmd, req.Env)
 			cmd.Dir = dir
 			cmd.Env = req.Env
 			if stdin != nil { // else /dev/null
@@ -308,6 +310,37 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 	go stdout.copy(out.writer("stdout"))
 	go stderr.copy(out.writer("stderr"))
 	return cmd, []*outPipe{stdout, stderr}, nil
+}
+
+// lookInEnvPath looks cmd's program up as the command's own shell would:
+// in the PATH of env, the environment it runs with, if that sets one
+// (exec.Command looked in the daemon's). A name with a slash in it is a
+// path, and so is not looked up.
+func lookInEnvPath(cmd *exec.Cmd, env []string) {
+	name := cmd.Args[0]
+	if strings.Contains(name, "/") {
+		return
+	}
+	dirs, set := "", false
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			dirs, set = v, true // the last one counts, as exec.Cmd keeps it
+		}
+	}
+	if !set {
+		return
+	}
+	cmd.Path, cmd.Err = name, &exec.Error{Name: name, Err: exec.ErrNotFound}
+	for _, dir := range filepath.SplitList(dirs) {
+		if !filepath.IsAbs(dir) {
+			continue // relative to the cwd: exec.LookPath refuses those too
+		}
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			cmd.Path, cmd.Err = p, nil
+			return
+		}
+	}
 }
 
 // requestsFault reports whether a start's error comes from what the
