@@ -85,6 +85,18 @@ func checkCreate(req *api.CreateRequest) error {
 	if !path.IsAbs(req.Path) || path.Clean(req.Path) != req.Path || req.Path == "/" {
 		return fmt.Errorf("%w: path %q: want a clean absolute path other than /", ErrBadRequest, req.Path)
 	}
+	// What the kernel would refuse: a 400 here, not a failed mkdir's 500.
+	if strings.IndexByte(req.Path, 0) >= 0 {
+		return fmt.Errorf("%w: path %q holds a NUL byte", ErrBadRequest, req.Path)
+	}
+	if len(req.Path) >= unix.PathMax {
+		return fmt.Errorf("%w: path of %d bytes: want at most %d", ErrBadRequest, len(req.Path), unix.PathMax-1)
+	}
+	for _, name := range strings.Split(req.Path[1:], "/") {
+		if len(name) > unix.NAME_MAX {
+			return fmt.Errorf("%w: path %q: a name of %d bytes: want at most %d", ErrBadRequest, req.Path, len(name), unix.NAME_MAX)
+		}
+	}
 	if sys := systemPath(req.Path); sys != "" {
 		return fmt.Errorf("%w: path %q would hide %s from the Workspace's commands: choose another (default %s)", ErrBadRequest, req.Path, sys, api.DefaultPath)
 	}
