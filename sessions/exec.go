@@ -42,20 +42,31 @@ func (d *Daemon) Exec(ctx context.Context, id string, req api.ExecRequest, strea
 	if err != nil {
 		return api.ExecResult{}, err
 	}
-	if len(req.Argv) == 0 || req.Argv[0] == "" {
-		return api.ExecResult{}, fmt.Errorf("%w: exec needs argv", ErrBadRequest)
-	}
-	if req.TimeoutMS < 0 {
-		return api.ExecResult{}, fmt.Errorf("%w: timeout_ms %d: want 0 (none) or more", ErrBadRequest, req.TimeoutMS)
-	}
-	for _, kv := range req.Env {
-		if !strings.Contains(kv, "=") {
-			return api.ExecResult{}, fmt.Errorf("%w: env %q: want KEY=VALUE", ErrBadRequest, kv)
-		}
+	if err := checkExec(req); err != nil {
+		return api.ExecResult{}, err
 	}
 	d.metrics.execs.Add(1)
 	w.aheadOfCommand()
 	return w.exec(ctx, req, stream)
+}
+
+// checkExec refuses a request that cannot be run as asked.
+func checkExec(req api.ExecRequest) error {
+	if len(req.Argv) == 0 || req.Argv[0] == "" {
+		return fmt.Errorf("%w: exec needs argv", ErrBadRequest)
+	}
+	if req.TimeoutMS < 0 {
+		return fmt.Errorf("%w: timeout_ms %d: want 0 (none) or more", ErrBadRequest, req.TimeoutMS)
+	}
+	for _, kv := range req.Env {
+		if !strings.Contains(kv, "=") {
+			return fmt.Errorf("%w: env %q: want KEY=VALUE", ErrBadRequest, kv)
+		}
+		if strings.IndexByte(kv, 0) >= 0 { // exec.Cmd's start fails, not as the request's fault
+			return fmt.Errorf("%w: env %q holds a NUL byte", ErrBadRequest, kv)
+		}
+	}
+	return nil
 }
 
 func (w *workspace) exec(ctx context.Context, req api.ExecRequest, stream func(api.ExecEvent)) (api.ExecResult, error) {

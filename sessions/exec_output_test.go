@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"bytes"
+	"errors"
 	"math/rand"
 	"strings"
 	"testing"
@@ -50,5 +51,16 @@ func TestOutputCutsAtCharacters(t *testing.T) {
 	w.flush()
 	if !bytes.Equal(got.Bytes(), small) {
 		t.Errorf("streamed %d bytes, want %d", got.Len(), len(small))
+	}
+}
+
+// TestCheckExecEnvNUL: an env entry with a NUL byte is a bad request
+// (400); exec.Cmd's start refused it as an internal error (500).
+func TestCheckExecEnvNUL(t *testing.T) {
+	if err := checkExec(api.ExecRequest{Argv: []string{"true"}, Env: []string{"A=b\x00c"}}); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("env with a NUL byte: %v, want %v", err, ErrBadRequest)
+	}
+	if err := checkExec(api.ExecRequest{Argv: []string{"true"}, Env: []string{"A=b"}}); err != nil {
+		t.Fatal(err)
 	}
 }
