@@ -23,7 +23,7 @@ import (
 // or checkpointDelay after a smaller write, the checkpointer runs a
 // PASSIVE checkpoint on a connection of its own at background priority:
 // it never waits for readers or writers, and they never wait for it.
-// SQLite's last connection to close checkpoints whatever is left.
+// A Store that closes owing a checkpoint runs it then (see stop).
 //
 // A PASSIVE checkpoint copies the WAL into the database but never
 // restarts it: a writer does that, at the start of its transaction, only
@@ -230,12 +230,21 @@ func (c *checkpointer) checkpoint() {
 	c.db.ExecContext(context.Background(), "PRAGMA wal_checkpoint("+mode+")")
 }
 
-// stop ends the checkpointer and closes its connection.
+// stop ends the checkpointer and closes its connection, checkpointing
+// first what is still owed. SQLite's last connection to close would do
+// that, but another process's may stay open — a mount's, for hours — and
+// short-lived writers beside it, each gone before its checkpointDelay,
+// then grew the WAL without end.
 func (c *checkpointer) stop() error {
 	if c == nil {
 		return nil
 	}
 	close(c.quit)
 	<-c.done
+	if owed, _ := c.due(); owed > 0 {
+		// PASSIVE, and on the caller's thread at its own priority:
+		// closing waits for no reader.
+		c.db.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
+	}
 	return c.db.Close()
 }

@@ -101,3 +101,52 @@ func TestCheckpointAfterRun(t *testing.T) {
 		t.Errorf("after the spilling Stage's publish: wait %v, want at most %v", wait, checkpointSettle)
 	}
 }
+
+// TestCloseCheckpointsBesideAReader: a writer that closes before its
+// checkpointer's delay copies what it wrote into the database file even
+// when another connection (a mount's read-only Store) stays open, so
+// SQLite's checkpoint at the last close does not happen. Without it,
+// short-lived writers beside a mount grew the WAL without end.
+func TestCloseCheckpointsBesideAReader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.layerfs")
+	s, err := Open(path, Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	r, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Branches(); err != nil { // its connection is open now
+		t.Fatal(err)
+	}
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ { // three short-lived writers, as CLI commands are
+		w, err := Open(path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := w.NewBatch()
+		if _, err := b.Put(object.KindChunk, randBytes(int64(i), 512<<10)); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if grown := after.Size() - before.Size(); grown < 1<<20 {
+		t.Errorf("the database file grew %d bytes after 1.5 MiB was written and the writers closed; want it checkpointed", grown)
+	}
+}
