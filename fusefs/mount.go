@@ -70,6 +70,7 @@ func Mount(cfg Config) (*Server, error) {
 	if err := prepareMountpoint(mnt, logger); err != nil {
 		return nil, fmt.Errorf("mount at %s: %w", mnt, err)
 	}
+	mnt = resolveMountpoint(mnt) // where mount(2) puts it, as the mount table names it
 	fsys := newFileSystem(cfg.Store, cfg.Options, logger)
 	root, err := newRoot(fsys, cfg)
 	if err != nil {
@@ -243,10 +244,20 @@ func checkMountpoint(mnt string) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return fmt.Errorf("mount point %s is not a directory: %w", mnt, store.ErrBadPath)
 	}
-	if m, ok := mountAt(mnt); ok && m.FSType == fsType {
+	if m, ok := mountAt(resolveMountpoint(mnt)); ok && m.FSType == fsType {
 		return fmt.Errorf("%w: %s is served from %s", ErrMounted, mnt, m.Source)
 	}
 	return nil
+}
+
+// resolveMountpoint returns mnt with its symlinks resolved, or mnt itself
+// if they cannot be (a stale mount on the way answers ENOTCONN): mount(2)
+// follows them, and the mount table shows where it landed.
+func resolveMountpoint(mnt string) string {
+	if real, err := filepath.EvalSymlinks(mnt); err == nil {
+		return real
+	}
+	return mnt
 }
 
 // stale reports whether mnt is a FUSE mount whose server is gone. statfs

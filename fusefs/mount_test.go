@@ -313,3 +313,23 @@ func TestMountLargeDirectory(t *testing.T) {
 		t.Errorf("file-1234.txt: %q %v", got, err)
 	}
 }
+
+// TestMountThroughSymlinkIsRefused: a second mount given a symlink to a
+// live mount point is ErrMounted, as the mount point itself is; mount(2)
+// follows the link, so it was stacked on the first.
+func TestMountThroughSymlinkIsRefused(t *testing.T) {
+	s := store.NewTestStore(t)
+	c := lowerfs.WriteTestCommit(t, s, sample(nil))
+	mnt, _ := mountTest(t, Config{Store: s, Commit: c})
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(mnt, link); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := Mount(Config{Store: s, Commit: c, Mountpoint: link, Source: "test"})
+	if err == nil {
+		srv.Unmount()
+	}
+	if !errors.Is(err, ErrMounted) {
+		t.Errorf("mount through a symlink to a live mount: %v, want ErrMounted", err)
+	}
+}
