@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/layerfs/layerfs/object"
 )
 
@@ -113,9 +115,34 @@ func backgroundChild() (*os.File, object.ID) {
 	os.Unsetenv(pinEnv)
 	fd, err := strconv.Atoi(fdText)
 	if err != nil {
+		fd = -1
+	}
+	closeInherited(fd)
+	if fd < 0 {
 		return nil, pin
 	}
 	return os.NewFile(uintptr(fd), "mount-ready"), pin
+}
+
+// closeInherited closes the descriptors this server inherited by accident,
+// all but stdin, stdout, stderr and keep: the caller's own, not marked
+// close-on-exec — a shell's 7>&1, a pipe a build tool reads until every
+// writer is gone — would stay open as long as the mount. Go opens its
+// own with close-on-exec, so those are left alone.
+func closeInherited(keep int) {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd <= 2 || fd == keep {
+			continue
+		}
+		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && flags&unix.FD_CLOEXEC == 0 {
+			unix.Close(fd)
+		}
+	}
 }
 
 // notifyReady reports to the caller that started this server, if any.

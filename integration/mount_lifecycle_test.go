@@ -122,6 +122,32 @@ func TestMountAfterKill9(t *testing.T) {
 	}
 }
 
+// TestMountServerKeepsNoInheritedFiles: the background server does not
+// hold what its caller inherited beyond stdin, stdout and stderr, such as
+// the write end of a pipe a shell passes as fd 7: whoever reads the pipe
+// gets EOF once layerfs mount returns, not when the mount goes away.
+func TestMountServerKeepsNoInheritedFiles(t *testing.T) {
+	s := lifecycleStore(t)
+	mnt := newMountpoint(t)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	cmd := exec.Command(layerfsBin, "mount", "--store", s, "main", mnt)
+	cmd.ExtraFiles = []*os.File{4: w} // fd 7; 3 is where the server's report pipe goes
+	err = cmd.Run()
+	w.Close()
+	t.Cleanup(func() { unmount(t, mnt) })
+	if err != nil {
+		t.Fatalf("layerfs mount: %v", err)
+	}
+	r.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := r.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("read of a pipe whose write end the caller passed on: %d bytes, %v; want EOF (the server holds it)", n, err)
+	}
+}
+
 // TestMountTwiceIsRefused: a second mount at a live mount's place fails
 // and leaves the first alone.
 func TestMountTwiceIsRefused(t *testing.T) {
