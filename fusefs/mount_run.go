@@ -31,9 +31,9 @@ type Request struct {
 	Stderr io.Writer
 }
 
-// Run carries out a mount command. In the foreground it mounts, serves
-// until an unmount or a signal (see ServeUntilSignal) and returns after
-// unmounting. Otherwise it checks the Store and the ref, starts this
+// Run carries out a mount command. In the foreground it mounts, moves to
+// the root directory, serves until an unmount or a signal (see
+// ServeUntilSignal) and returns after unmounting. Otherwise it checks the Store and the ref, starts this
 // executable again with the same arguments as a background server, and
 // returns once that server's mount is ready, or with what stopped it.
 func Run(req Request) error {
@@ -44,6 +44,13 @@ func Run(req Request) error {
 	sigs := notifySignals()
 	defer signal.Stop(sigs)
 	srv, closeAll, err := req.mount(pinned)
+	if err == nil {
+		// What the request names by relative paths is open or made
+		// absolute by now. A server that kept its caller's working
+		// directory would keep that filesystem busy — another mount,
+		// say — for as long as it serves.
+		os.Chdir("/")
+	}
 	notifyReady(ready, err)
 	if err != nil {
 		return err

@@ -148,6 +148,27 @@ func TestMountServerKeepsNoInheritedFiles(t *testing.T) {
 	}
 }
 
+// TestMountServerLeavesItsCallersDirectory: a server started from inside
+// another mount does not keep it busy: its working directory is not the
+// caller's once it serves.
+func TestMountServerLeavesItsCallersDirectory(t *testing.T) {
+	s := lifecycleStore(t)
+	outer := mountStore(t, s, "main")
+	inner := newMountpoint(t)
+	cmd := exec.Command(layerfsBin, "mount", "--store", s, "main", inner)
+	cmd.Dir = filepath.Join(outer, "dir")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("layerfs mount from inside another mount: %v %s", err, out)
+	}
+	t.Cleanup(func() { unmount(t, inner) })
+	if out, err := exec.Command(layerfsBin, "umount", outer).CombinedOutput(); err != nil {
+		t.Errorf("umount of the mount the second server was started in: %v %s", err, out)
+	}
+	if got := readString(t, filepath.Join(inner, "hello.txt")); got != "hello\n" {
+		t.Errorf("the second mount: %q", got)
+	}
+}
+
 // TestMountTwiceIsRefused: a second mount at a live mount's place fails
 // and leaves the first alone.
 func TestMountTwiceIsRefused(t *testing.T) {
