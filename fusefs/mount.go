@@ -6,6 +6,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -71,6 +72,9 @@ func Mount(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("mount at %s: %w", mnt, err)
 	}
 	mnt = resolveMountpoint(mnt) // where mount(2) puts it, as the mount table names it
+	if err := checkStoreOutside(cfg.Store.Path(), mnt); err != nil {
+		return nil, fmt.Errorf("mount at %s: %w", mnt, err)
+	}
 	fsys := newFileSystem(cfg.Store, cfg.Options, logger)
 	root, err := newRoot(fsys, cfg)
 	if err != nil {
@@ -248,6 +252,21 @@ func checkMountpoint(mnt string) error {
 		return fmt.Errorf("%w: %s is served from %s", ErrMounted, mnt, m.Source)
 	}
 	return nil
+}
+
+// checkStoreOutside refuses a mount point that holds the Store file
+// (store.ErrBadPath): the mount would hide it, and the connections SQLite
+// opens later, by path, would reach into the mount itself and fail (EIO).
+func checkStoreOutside(storePath, mnt string) error {
+	abs, err := filepath.Abs(storePath)
+	if err != nil {
+		return nil
+	}
+	rel, err := filepath.Rel(resolveMountpoint(mnt), resolveMountpoint(abs))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return nil
+	}
+	return fmt.Errorf("the Store %s is under mount point %s, which would hide it: %w", abs, mnt, store.ErrBadPath)
 }
 
 // resolveMountpoint returns mnt with its symlinks resolved, or mnt itself

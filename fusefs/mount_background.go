@@ -36,6 +36,9 @@ func (req Request) startBackground() error {
 		if err := checkMountpoint(mnt); err != nil {
 			return err
 		}
+		if err := checkStoreOutside(req.StorePath, mnt); err != nil {
+			return err
+		}
 	}
 	commit, err := req.pin()
 	if err != nil {

@@ -333,3 +333,22 @@ func TestMountThroughSymlinkIsRefused(t *testing.T) {
 		t.Errorf("mount through a symlink to a live mount: %v, want ErrMounted", err)
 	}
 }
+
+// TestMountOverTheStoreIsRefused: a mount point that holds the Store is
+// refused; mounted, it hid the Store, and SQLite's next connection, opened
+// by path, met the mount itself (EIO under parallel reads).
+func TestMountOverTheStoreIsRefused(t *testing.T) {
+	needFUSE(t)
+	s := store.NewTestStore(t)
+	c := lowerfs.WriteTestCommit(t, s, sample(nil))
+	dir := filepath.Dir(s.Path())
+	for _, mnt := range []string{dir, filepath.Dir(dir)} {
+		srv, err := Mount(Config{Store: s, Commit: c, Mountpoint: mnt, Source: "test"})
+		if err == nil {
+			srv.Unmount()
+		}
+		if !errors.Is(err, store.ErrBadPath) {
+			t.Errorf("mount at %s, which holds the Store: %v, want ErrBadPath", mnt, err)
+		}
+	}
+}
