@@ -120,11 +120,16 @@ func (o *Options) set(key, val string) error {
 	return err
 }
 
-// duration reads a timeout: a Go duration, not negative.
+// duration reads a timeout: a Go duration, not negative. Zero, which in
+// Options means the default, becomes a nanosecond: as good as no caching,
+// which is what the user asked for.
 func duration(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err == nil && d < 0 {
 		err = fmt.Errorf("%s is negative", s)
+	}
+	if err == nil && d == 0 {
+		d = time.Nanosecond
 	}
 	return d, err
 }

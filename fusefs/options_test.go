@@ -22,6 +22,10 @@ func TestParseOptions(t *testing.T) {
 	if o, _ := ParseOptions(""); !o.AllowOther || o.entryTimeout() != DefaultEntryTimeout || o.branchTimeout() != DefaultBranchTimeout {
 		t.Errorf("defaults: %+v", o)
 	}
+	// 0 means no caching, not the default.
+	if o, err := ParseOptions("entry_timeout=0,branch_timeout=0s"); err != nil || o.entryTimeout() > time.Millisecond || o.branchTimeout() > time.Millisecond {
+		t.Errorf("timeouts of 0: entry %v, branch %v, %v", o.entryTimeout(), o.branchTimeout(), err)
+	}
 	for _, bad := range []string{"frobnicate", "cache_size=lots", "readahead=-1", "entry_timeout=soon"} {
 		if _, err := ParseOptions(bad); !errors.Is(err, ErrBadOption) && err == nil {
 			t.Errorf("%q: %v, want an error", bad, err)

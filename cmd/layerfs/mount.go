@@ -34,7 +34,8 @@ or SIGTERM.
 -o takes mount options, comma-separated: cache_size=SIZE (chunk cache,
 default 128M), readahead=SIZE (0 turns it off; default 8M),
 entry_timeout=DURATION (default 24h), branch_timeout=DURATION (default
-1s), noallow_other, suid, dev, exec, debug, log=FILE.`,
+1s; 0 for either: no caching), noallow_other, suid, dev, exec, debug,
+log=FILE.`,
 		flags: func(c *cli) {
 			c.fs.BoolVar(&mountFlags.foreground, "foreground", false, "serve in this process until unmounted or signalled")
 			c.fs.BoolVar(&mountFlags.allCommits, "all-commits", false, "mount every Commit and branches/ instead of one ref")
