@@ -9,8 +9,8 @@ import (
 )
 
 // ServeUntilSignal serves until the mount is unmounted from outside or the
-// process gets SIGINT or SIGTERM, which unmount it (lazily when it is in
-// use). A second signal stops waiting: the mount is detached and the call
+// process gets SIGINT, SIGTERM or SIGHUP (its terminal closed), which
+// unmount it (lazily when it is in use). A second signal stops waiting: the mount is detached and the call
 // returns at once.
 func (s *Server) ServeUntilSignal() error {
 	sigs := notifySignals()
@@ -18,12 +18,13 @@ func (s *Server) ServeUntilSignal() error {
 	return s.serveUntil(sigs)
 }
 
-// notifySignals starts catching SIGINT and SIGTERM. A server calls it
-// before mounting, so a signal that comes as soon as the mount is visible
-// still unmounts it.
+// notifySignals starts catching SIGINT, SIGTERM and SIGHUP. A server
+// calls it before mounting, so a signal that comes as soon as the mount
+// is visible still unmounts it. Uncaught, SIGHUP — a foreground server's
+// terminal closing — killed the server and left its mount stale.
 func notifySignals() chan os.Signal {
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	return sigs
 }
 

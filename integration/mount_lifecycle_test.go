@@ -31,10 +31,11 @@ func newMountpoint(t *testing.T) string {
 }
 
 // TestMountSIGTERMUnmounts stops a foreground server with SIGTERM (and
-// another with SIGINT): each unmounts and exits 0.
+// others with SIGINT and SIGHUP, what a closed terminal sends): each
+// unmounts and exits 0.
 func TestMountSIGTERMUnmounts(t *testing.T) {
 	s := lifecycleStore(t)
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
 		mnt := newMountpoint(t)
 		cmd := startServer(t, s, "main", mnt)
 		if got := readString(t, filepath.Join(mnt, "hello.txt")); got != "hello\n" {

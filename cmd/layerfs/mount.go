@@ -28,8 +28,8 @@ MOUNTPOINT/branches/<name> is a symlink to a branch's head, following it
 as it moves (checked at most every branch_timeout).
 
 A stale mount left at MOUNTPOINT by a server that died is cleaned first.
-With --foreground the server runs in this process and unmounts on SIGINT
-or SIGTERM.
+With --foreground the server runs in this process and unmounts on SIGINT,
+SIGTERM or SIGHUP.
 
 -o takes mount options, comma-separated: cache_size=SIZE (chunk cache,
 default 128M), readahead=SIZE (0 turns it off; default 8M),
