@@ -68,6 +68,8 @@ func Mount(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mount at %s: %w", cfg.Mountpoint, err)
 	}
+	unlock := lockMountpoint(mnt)
+	defer unlock()
 	if err := prepareMountpoint(mnt, logger); err != nil {
 		return nil, fmt.Errorf("mount at %s: %w", mnt, err)
 	}
@@ -221,6 +223,22 @@ func unmountRetrying(mnt string) error {
 		time.Sleep(delay)
 	}
 	return err
+}
+
+// lockMountpoint serializes mounts at mnt, from the check that nothing is
+// mounted there until the mount is up: two started at once each found the
+// place free and the second was stacked on the first. It takes an
+// exclusive flock on the directory; a later mount that opens it opens the
+// live mount's root instead, and its check refuses it. A mount point that
+// cannot be opened (missing, stale) is not locked: the checks report it.
+func lockMountpoint(mnt string) (unlock func()) {
+	fd, err := unix.Open(mnt, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return func() {}
+	}
+	for unix.Flock(fd, unix.LOCK_EX) == unix.EINTR {
+	}
+	return func() { unix.Close(fd) }
 }
 
 // prepareMountpoint detaches a stale mount at mnt — one whose server died,

@@ -352,3 +352,41 @@ func TestMountOverTheStoreIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestMountRaceOneWins: mounts started at once at one mount point each
+// check it before any has mounted; one must win and the rest be refused,
+// not stacked on it.
+func TestMountRaceOneWins(t *testing.T) {
+	needFUSE(t)
+	s := store.NewTestStore(t)
+	c := lowerfs.WriteTestCommit(t, s, sample(nil))
+	for round := 0; round < 5; round++ {
+		mnt := t.TempDir()
+		var mu sync.Mutex
+		var won []*Server
+		var wg sync.WaitGroup
+		for i := 0; i < 4; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				srv, err := Mount(Config{Store: s, Commit: c, Mountpoint: mnt, Source: "test", Logger: log.New(io.Discard, "", 0)})
+				if err == nil {
+					mu.Lock()
+					won = append(won, srv)
+					mu.Unlock()
+				} else if !errors.Is(err, ErrMounted) {
+					t.Errorf("a mount that lost: %v, want ErrMounted", err)
+				}
+			}()
+		}
+		wg.Wait()
+		for i := len(won) - 1; i >= 0; i-- {
+			if err := won[i].Unmount(); err != nil {
+				t.Errorf("unmount: %v", err)
+			}
+		}
+		if len(won) != 1 {
+			t.Fatalf("round %d: %d of 4 concurrent mounts at one mount point succeeded, want 1", round, len(won))
+		}
+	}
+}
