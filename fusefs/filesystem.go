@@ -59,5 +59,15 @@ func (fsys *fileSystem) view(commit object.ID) (*lowerfs.View, error) {
 	return v, nil
 }
 
+// dropView forgets v, if it is still the View kept for its Commit; the
+// next lookup of the Commit opens a new one.
+func (fsys *fileSystem) dropView(v *lowerfs.View) {
+	fsys.mu.Lock()
+	defer fsys.mu.Unlock()
+	if fsys.views[v.Commit()] == v {
+		delete(fsys.views, v.Commit())
+	}
+}
+
 // close stops the cache's read-ahead workers.
 func (fsys *fileSystem) close() { fsys.cache.Close() }

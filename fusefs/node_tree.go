@@ -54,7 +54,15 @@ func (d *treeDir) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno
 	return statfs(out)
 }
 
-func (d *treeDir) OnForget() { d.fsys.inos.forget(d.StableAttr().Ino) }
+// OnForget drops the node's number and, for a Commit's root directory in
+// an all-commits mount, the Commit's View: a long-lived mount (the
+// daemon's) would otherwise keep one for every Commit ever looked up.
+func (d *treeDir) OnForget() {
+	d.fsys.inos.forget(d.StableAttr().Ino)
+	if d.path == "" && d.slot == "" {
+		d.fsys.dropView(d.view)
+	}
+}
 
 // child returns the node of entry e of this directory and describes it in
 // out, reusing the node the kernel already knows when there is one.
