@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -150,7 +151,7 @@ func parseSize(s string) (int64, error) {
 		s = s[:len(s)-1]
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
 		return 0, fmt.Errorf("size %q: %w", s, ErrBadOption)
 	}
 	return n * mult, nil

@@ -26,7 +26,7 @@ func TestParseOptions(t *testing.T) {
 	if o, err := ParseOptions("entry_timeout=0,branch_timeout=0s"); err != nil || o.entryTimeout() > time.Millisecond || o.branchTimeout() > time.Millisecond {
 		t.Errorf("timeouts of 0: entry %v, branch %v, %v", o.entryTimeout(), o.branchTimeout(), err)
 	}
-	for _, bad := range []string{"frobnicate", "cache_size=lots", "readahead=-1", "entry_timeout=soon"} {
+	for _, bad := range []string{"frobnicate", "cache_size=lots", "readahead=-1", "entry_timeout=soon", "cache_size=99999999999G", "readahead=9223372036854775807K"} {
 		if _, err := ParseOptions(bad); !errors.Is(err, ErrBadOption) && err == nil {
 			t.Errorf("%q: %v, want an error", bad, err)
 		}
