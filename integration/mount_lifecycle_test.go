@@ -267,3 +267,23 @@ func mountTable(t *testing.T) string {
 	}
 	return strings.ReplaceAll(string(b), `\043`, "#")
 }
+
+// TestUmountBusy: umount of a mount in use is refused as in use (exit 4),
+// naming --lazy, and leaves the mount serving.
+func TestUmountBusy(t *testing.T) {
+	s := lifecycleStore(t)
+	mnt := mountStore(t, s, "main")
+	f, err := os.Open(filepath.Join(mnt, "hello.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(layerfsBin, "umount", mnt).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 4 || !strings.Contains(string(out), "--lazy") {
+		t.Errorf("umount of a busy mount: %v %s", err, out)
+	}
+	f.Close()
+	if got := readString(t, filepath.Join(mnt, "hello.txt")); got != "hello\n" {
+		t.Errorf("after the refused umount: %q", got)
+	}
+}

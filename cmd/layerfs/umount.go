@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/layerfs/layerfs/fusefs"
 	"github.com/layerfs/layerfs/store"
 )
@@ -20,7 +22,7 @@ func init() {
 		args:    "MOUNTPOINT",
 		summary: "unmount a layerfs mount",
 		help: `Unmounts the layerfs mount at MOUNTPOINT; its server then exits. A mount
-still in use fails with "device or resource busy" unless --lazy, which
+still in use fails (exit 4) with "device or resource busy" unless --lazy, which
 detaches it at once and lets it go when its last user does.`,
 		flags: func(c *cli) {
 			c.fs.BoolVar(&umountFlags.lazy, "lazy", false, "detach now, even while in use")
@@ -41,8 +43,11 @@ func runUmount(c *cli, args []string) error {
 			err = fusefs.Unmount(real, umountFlags.lazy)
 		}
 	}
-	if errors.Is(err, fusefs.ErrNotMounted) {
+	switch {
+	case errors.Is(err, fusefs.ErrNotMounted):
 		return fmt.Errorf("%w: %w", store.ErrNotFound, err)
+	case errors.Is(err, unix.EBUSY): // in use: exit 4, as other refusals for that
+		return fmt.Errorf("%w: %w (--lazy detaches it now)", store.ErrInUse, err)
 	}
 	return err
 }
