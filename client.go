@@ -154,8 +154,12 @@ func (c *Client) Exec(ctx context.Context, id string, req api.ExecRequest) (api.
 	return r, c.do(ctx, http.MethodPost, "/workspaces/"+url.PathEscape(id)+"/exec", req, &r)
 }
 
-// ExecStream runs a command and calls fn with its output as it comes.
+// ExecStream runs a command and calls fn with its output as it comes; a
+// nil fn drops the output (the result still carries the exit code).
 func (c *Client) ExecStream(ctx context.Context, id string, req api.ExecRequest, fn func(api.ExecEvent)) (api.ExecResult, error) {
+	if fn == nil {
+		fn = func(api.ExecEvent) {}
+	}
 	data, err := json.Marshal(req)
 	if err != nil {
 		return api.ExecResult{}, err

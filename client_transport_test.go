@@ -257,3 +257,17 @@ func TestAnswerBeforeTheWholeBody(t *testing.T) {
 		t.Fatalf("list after: %v", err)
 	}
 }
+
+// TestExecStreamNilCallback: a nil callback drops the output and returns
+// the result; it panicked at the first line of output.
+func TestExecStreamNilCallback(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "d.sock")
+	serveUnix(t, sock, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		io.WriteString(w, `{"stream":"stdout","data":"hi\n"}`+"\n"+`{"result":{"exit_code":3}}`+"\n")
+	}))
+	res, err := Dial(sock).ExecStream(context.Background(), "ws-1", api.ExecRequest{Argv: []string{"x"}}, nil)
+	if err != nil || res.ExitCode != 3 {
+		t.Fatalf("ExecStream with no callback: %+v, %v", res, err)
+	}
+}
