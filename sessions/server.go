@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -164,6 +165,15 @@ func (d *Daemon) Handler() http.Handler {
 	// Anything else answers a JSON error too, as the API's errors are:
 	// 405 for a route's path with another method, 404 for no route.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// An unclean path (//, /./, /../) gets a JSON error like any
+		// other, not the mux's redirect with an HTML body.
+		if p := r.URL.Path; path.Clean(p) != p && path.Clean(p)+"/" != p {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			json.NewEncoder(w).Encode(api.Error{Code: api.CodeNotFound,
+				Error: fmt.Sprintf("no route %s %s: the path is not clean", r.Method, p)})
+			return
+		}
 		if _, pattern := mux.Handler(r); pattern != "" {
 			mux.ServeHTTP(w, r)
 			return

@@ -24,3 +24,18 @@ func TestBodyTooLarge(t *testing.T) {
 		t.Fatalf("%d %s", w.Code, w.Body.String())
 	}
 }
+
+// TestUncleanPathsAnswerJSON: a path with //, /./ or /../ gets a JSON 404
+// like any other unknown route, not the mux's redirect with an HTML body.
+func TestUncleanPathsAnswerJSON(t *testing.T) {
+	h := (&Daemon{}).Handler()
+	for _, p := range []string{"/workspaces//x", "/workspaces/../health", "/workspaces/./x/exec", "/health/.."} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.URL.Path = p
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusNotFound || w.Header().Get("Content-Type") != "application/json" || !strings.Contains(w.Body.String(), `"code":"not_found"`) {
+			t.Errorf("%s: %d %s %s", p, w.Code, w.Header().Get("Content-Type"), w.Body.String())
+		}
+	}
+}
