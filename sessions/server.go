@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/layerfs/layerfs/api"
@@ -58,7 +59,7 @@ func Listen(path string) (net.Listener, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("unix", path)
+	l, err := listenUnix(path)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
@@ -67,6 +68,22 @@ func Listen(path string) (net.Listener, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// listenUnix listens on a new unix socket at path, mode 0600 from the
+// start: the socket file takes the socket's mode, less the umask, at
+// bind, so it is set before; a chmod after bind left the file open to
+// anyone (0777 under umask 0) for a moment. Listen chmods it after all
+// the same, for filesystems that would not take the first.
+func listenUnix(path string) (net.Listener, error) {
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) { err = unix.Fchmod(int(fd), 0o600) }); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	return lc.Listen(context.Background(), "unix", path)
 }
 
 // fileKind names what a file of mode m is, for errors.

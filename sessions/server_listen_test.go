@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -35,4 +36,21 @@ func TestListenRemovesOnlyAStaleSocket(t *testing.T) {
 		t.Fatalf("over a stale socket: %v", err)
 	}
 	l.Close()
+}
+
+// TestSocketIsPrivateFromItsBind: the socket file is 0600 as soon as it
+// exists, under any umask (here 0): it was 0777 until Listen's chmod.
+func TestSocketIsPrivateFromItsBind(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	path := filepath.Join(t.TempDir(), "d.sock")
+	l, err := listenUnix(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket at bind: %v, %v; want 0600", fi.Mode(), err)
+	}
 }
