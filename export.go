@@ -198,14 +198,7 @@ func (x *exporter) worker() {
 }
 
 func (x *exporter) writeFile(e *store.Entry, path string) error {
-	var f *os.File
-	err := inDir(path, "open", func(dir int, name string) error {
-		fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o600)
-		if err == nil {
-			f = os.NewFile(uintptr(fd), path)
-		}
-		return err
-	})
+	f, err := openLong(path, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
@@ -265,11 +258,12 @@ func inDir(path, what string, op func(dir int, name string) error) error {
 	return nil
 }
 
-// openLong opens path, of any length (see inDir), with flags.
-func openLong(path string, flags int) (*os.File, error) {
+// openLong opens path, of any length (see inDir), with flags, and perm
+// for a file it creates.
+func openLong(path string, flags int, perm uint32) (*os.File, error) {
 	var f *os.File
 	err := inDir(path, "open", func(dir int, name string) error {
-		fd, err := unix.Openat(dir, name, flags|unix.O_CLOEXEC, 0)
+		fd, err := unix.Openat(dir, name, flags|unix.O_CLOEXEC, perm)
 		if err == nil {
 			f = os.NewFile(uintptr(fd), path)
 		}

@@ -160,13 +160,7 @@ func (f *FS) Reader(p string) (*io.SectionReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch e.Type {
-	case store.TypeDir:
-		return nil, fmt.Errorf("read %s: %w", p, ErrIsDir)
-	case store.TypeSymlink:
-		return io.NewSectionReader(strings.NewReader(e.Target), 0, int64(len(e.Target))), nil
-	}
-	return io.NewSectionReader(extents.NewReader(f.st.s, extents.File{ID: e.ID, Size: e.Size}), 0, e.Size), nil
+	return entryReader(f.st.s, &e, p)
 }
 
 func readFile(s *store.Store, root object.ID, p string) ([]byte, error) {
@@ -177,16 +171,25 @@ func readFile(s *store.Store, root object.ID, p string) ([]byte, error) {
 	return readEntry(s, &e, p)
 }
 
-func readEntry(g extents.Getter, e *store.Entry, p string) ([]byte, error) {
+// entryReader reads the content of a file entry, or a symlink's target.
+func entryReader(g extents.Getter, e *store.Entry, p string) (*io.SectionReader, error) {
 	switch e.Type {
 	case store.TypeDir:
 		return nil, fmt.Errorf("read %s: %w", p, ErrIsDir)
 	case store.TypeSymlink:
-		return []byte(e.Target), nil
+		return io.NewSectionReader(strings.NewReader(e.Target), 0, int64(len(e.Target))), nil
 	}
-	buf := make([]byte, e.Size)
-	n, err := extents.NewReader(g, extents.File{ID: e.ID, Size: e.Size}).ReadAt(buf, 0)
-	if err != nil && !(errors.Is(err, io.EOF) && int64(n) == e.Size) {
+	return io.NewSectionReader(extents.NewReader(g, extents.File{ID: e.ID, Size: e.Size}), 0, e.Size), nil
+}
+
+func readEntry(g extents.Getter, e *store.Entry, p string) ([]byte, error) {
+	r, err := entryReader(g, e, p)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, r.Size())
+	n, err := r.ReadAt(buf, 0)
+	if err != nil && !(errors.Is(err, io.EOF) && int64(n) == r.Size()) {
 		return nil, fmt.Errorf("read %s: %w", p, err)
 	}
 	return buf, nil

@@ -141,7 +141,7 @@ func saveFiles(b *store.Batch, sc *scan, opts InitOptions, start time.Time) erro
 }
 
 func saveFile(b *store.Batch, e *scanEntry) error {
-	f, err := openLong(e.abs, unix.O_RDONLY)
+	f, err := openLong(e.abs, unix.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}

@@ -84,7 +84,7 @@ func (sc *scan) walk(abs, rel string) (*scanDir, error) {
 }
 
 func readNames(abs string) ([]string, error) {
-	f, err := openLong(abs, unix.O_RDONLY|unix.O_DIRECTORY)
+	f, err := openLong(abs, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return nil, err
 	}

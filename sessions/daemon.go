@@ -19,6 +19,7 @@ import (
 
 	"github.com/layerfs/layerfs/api"
 	"github.com/layerfs/layerfs/fusefs"
+	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/store"
 )
 
@@ -81,11 +82,11 @@ type Daemon struct {
 	mu      sync.Mutex
 	ws      map[string]*workspace
 	pending int // Workspaces being created: they count against the cap
-	// creating counts them too, for Close to wait for: their Workspaces
-	// are not in ws until they are made.
-	creating sync.WaitGroup
-	closed   bool
-	metrics  metrics
+	// settled is signalled (on mu) when pending drops to 0: Close waits
+	// for the creates under way, whose Workspaces are not in ws yet.
+	settled sync.Cond
+	closed  bool
+	metrics metrics
 }
 
 // Start mounts the Store, restores the Workspaces recorded in the state
@@ -135,6 +136,7 @@ func Start(cfg Config) (*Daemon, error) {
 	host, _ := os.Hostname()
 	d := &Daemon{cfg: cfg, s: cfg.Store, log: cfg.Logger, ws: map[string]*workspace{}, asides: make(chan string, 8),
 		id: fmt.Sprintf("%s:%d:%s@%s", host, os.Getpid(), abs, inst), lock: lock}
+	d.settled.L = &d.mu
 	d.spares = &spares{d: d}
 	if err := d.setup(); err != nil {
 		d.teardown()
@@ -241,6 +243,15 @@ func (d *Daemon) restore() error {
 	if err != nil {
 		return err
 	}
+	// The Store's Leases, read once: resume looks for its own in them.
+	leases, err := d.s.Leases()
+	if err != nil {
+		return err
+	}
+	stored := make(map[string]object.ID, len(leases))
+	for _, l := range leases {
+		stored[l.ID] = l.Commit
+	}
 	// The directories removed here, in the background: their Leases go
 	// too, whether or not the removal is done by then.
 	gone := map[string]bool{}
@@ -269,7 +280,7 @@ func (d *Daemon) restore() error {
 			continue
 		}
 		w := &workspace{d: d, rec: *rec}
-		if err := w.resume(); err != nil {
+		if err := w.resume(stored[rec.ID]); err != nil {
 			// Not in d.ws, so Close would not see them: its holder, whose
 			// namespace holds a clone of its overlay, would keep the
 			// Store's FUSE mount alive.
@@ -402,11 +413,11 @@ func (d *Daemon) Close() error {
 		return nil
 	}
 	d.closed = true
-	d.mu.Unlock()
 	// No create starts from now on (reserve); those under way are waited
 	// for, and their Workspaces detached with the others.
-	d.creating.Wait()
-	d.mu.Lock()
+	for d.pending > 0 {
+		d.settled.Wait()
+	}
 	// A copy: an end that found its Workspace before this still deletes
 	// it from the table.
 	ws := make([]*workspace, 0, len(d.ws))
@@ -592,16 +603,16 @@ func (d *Daemon) reserve() error {
 			ErrCap, d.cfg.MaxWorkspaces)
 	}
 	d.pending++
-	d.creating.Add(1)
 	return nil
 }
 
 func (d *Daemon) settle(w *workspace) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.pending--
+	if d.pending--; d.pending == 0 {
+		d.settled.Broadcast()
+	}
 	if w != nil {
 		d.ws[w.rec.ID] = w
 	}
-	d.creating.Done()
 }

@@ -135,6 +135,7 @@ func liveInGroup(pgid int) bool {
 	if err != nil {
 		return false
 	}
+	group := strconv.Itoa(pgid)
 	for _, e := range names {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
 			continue
@@ -145,7 +146,7 @@ func liveInGroup(pgid int) bool {
 		}
 		// "pid (comm) state ppid pgrp ...": comm may hold anything.
 		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
+		if len(f) >= 3 && f[2] == group && f[0] != "Z" && f[0] != "X" {
 			return true
 		}
 	}
@@ -258,8 +259,7 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 		}
 		// Look the program up here, so a path inside the Workspace works.
 		newCmd := func(cgroup int) *exec.Cmd {
-			cmd := exec.Command(req.Argv[0], req.Argv[1:]...)
-			lookInEnvPath(cmd, req.Env)
+			cmd := command(req.Argv, req.Env)
 			cmd.Dir = dir
 			cmd.Env = req.Env
 			if stdin != nil { // else /dev/null
@@ -323,35 +323,35 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 	return cmd, []*outPipe{stdout, stderr}, nil
 }
 
-// lookInEnvPath looks cmd's program up as the command's own shell would:
-// in the PATH of env, the environment it runs with, if that sets one
-// (exec.Command looked in the daemon's). A name with a slash in it is a
-// path, and so is not looked up.
-func lookInEnvPath(cmd *exec.Cmd, env []string) {
-	name := cmd.Args[0]
-	if strings.Contains(name, "/") {
-		return
-	}
+// command is exec.Command for argv, its program looked up as the
+// command's own shell would: in the PATH of env, the environment it runs
+// with, if that sets one (exec.Command looks in the daemon's). A name
+// with a slash in it is a path, and so is not looked up.
+func command(argv, env []string) *exec.Cmd {
+	name := argv[0]
 	dirs, set := "", false
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
 			dirs, set = v, true // the last one counts, as exec.Cmd keeps it
 		}
 	}
-	if !set {
-		return
+	if !set || strings.Contains(name, "/") {
+		return exec.Command(name, argv[1:]...)
 	}
-	cmd.Path, cmd.Err = name, &exec.Error{Name: name, Err: exec.ErrNotFound}
 	for _, dir := range filepath.SplitList(dirs) {
 		if !filepath.IsAbs(dir) {
 			continue // relative to the cwd: exec.LookPath refuses those too
 		}
 		p := filepath.Join(dir, name)
 		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			cmd.Path, cmd.Err = p, nil
-			return
+			cmd := exec.Command(p, argv[1:]...) // a path: not looked up again
+			cmd.Args[0] = name
+			return cmd
 		}
 	}
+	cmd := exec.Command(name, argv[1:]...)
+	cmd.Path, cmd.Err = name, &exec.Error{Name: name, Err: exec.ErrNotFound}
+	return cmd
 }
 
 // requestsFault reports whether a start's error comes from what the

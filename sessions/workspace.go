@@ -168,15 +168,13 @@ func (w *workspace) setup() error {
 }
 
 // resume remounts a recorded Workspace after a restart, over the upperdir
-// it had: uncommitted changes come back as they were.
-func (w *workspace) resume() error {
+// it had: uncommitted changes come back as they were. leased is the
+// Commit the Store's Lease of the Workspace names (zero: none).
+func (w *workspace) resume(leased object.ID) error {
 	if err := w.adoptMovedUpper(); err != nil {
 		return err
 	}
-	landed, err := w.landedBeforeCrash()
-	if err != nil {
-		return err
-	}
+	landed := w.landedBeforeCrash(leased)
 	w.removeOldGenerations()
 	// The next generation's directories can only be what a crash left of
 	// a commit's next view (prepareNext), or of a commit or discard that
@@ -212,23 +210,17 @@ func (w *workspace) resume() error {
 
 // landedBeforeCrash returns the Commit this Workspace's last commit landed
 // as, if a crash came between the landing, whose transaction moved the
-// Store's lease to it, and the save of the record that follows it: the
-// Store's lease then names a Commit of this Workspace's own other than
-// the record's. Zero if not.
-func (w *workspace) landedBeforeCrash() (object.ID, error) {
-	leases, err := w.d.s.Leases()
-	if err != nil {
-		return object.Zero, err
+// Store's lease (leased) to it, and the save of the record that follows
+// it: the Store's lease then names a Commit of this Workspace's own other
+// than the record's. Zero if not.
+func (w *workspace) landedBeforeCrash(leased object.ID) object.ID {
+	if leased.IsZero() || leased == w.rec.lease() {
+		return object.Zero
 	}
-	for _, l := range leases {
-		if l.ID != w.rec.ID || l.Commit == w.rec.lease() {
-			continue
-		}
-		if c, err := w.d.s.Commit(l.Commit); err == nil && c.Origin == store.OriginSession+w.rec.ID {
-			return l.Commit, nil
-		}
+	if c, err := w.d.s.Commit(leased); err == nil && c.Origin == store.OriginSession+w.rec.ID {
+		return leased
 	}
-	return object.Zero, nil
+	return object.Zero
 }
 
 // finishLanded does, after a restart, what a commit that landed before a
@@ -532,11 +524,8 @@ func (w *workspace) backOut(oldUpper, oldLease string, cr *carry, landed bool) {
 	}
 	// What was carried and could not go back (a path the old upperdir
 	// has again) is kept aside, as a restart would keep it, not removed.
-	if empty, err := dirEmpty(newUpper); err == nil && !empty {
-		aside := fmt.Sprintf("%s.kept-%d", newUpper, time.Now().UnixNano())
-		if os.Rename(newUpper, aside) == nil {
-			w.logf("entries carried to generation %d could not go back; kept at %s", w.rec.Gen+1, aside)
-		}
+	if aside, _ := keepAside(newUpper); aside != "" {
+		w.logf("entries carried to generation %d could not go back; kept at %s", w.rec.Gen+1, aside)
 	}
 	removeInBackground(newUpper, newWork)
 }

@@ -144,11 +144,9 @@ func (nv *nextView) discard(w *workspace) {
 // it), so it is moved aside, kept and logged, never removed.
 func (w *workspace) freshDirs(upper, work string) error {
 	os.RemoveAll(work)
-	if empty, err := dirEmpty(upper); err == nil && !empty {
-		aside := fmt.Sprintf("%s.kept-%d", upper, time.Now().UnixNano())
-		if err := os.Rename(upper, aside); err != nil {
-			return fmt.Errorf("move aside %s: %w", upper, err)
-		}
+	if aside, err := keepAside(upper); err != nil {
+		return err
+	} else if aside != "" {
 		w.d.log.Printf("workspace %s: %s held files no record names; kept at %s", w.rec.ID, upper, aside)
 	} else {
 		os.Remove(upper) // an empty one
@@ -165,4 +163,18 @@ func (w *workspace) freshDirs(upper, work string) error {
 func (w *workspace) genDirs(gen int) (upper, work string) {
 	g := strconv.Itoa(gen)
 	return w.dir("upper-" + g), w.dir("work-" + g)
+}
+
+// keepAside moves upper, an upperdir no generation will show, to a name
+// of its own beside it (.kept-*, which restarts leave alone) if it holds
+// anything, and returns that name; "" if it is empty or missing.
+func keepAside(upper string) (string, error) {
+	if empty, err := dirEmpty(upper); err != nil || empty {
+		return "", nil
+	}
+	aside := fmt.Sprintf("%s.kept-%d", upper, time.Now().UnixNano())
+	if err := os.Rename(upper, aside); err != nil {
+		return "", fmt.Errorf("move aside %s: %w", upper, err)
+	}
+	return aside, nil
 }
