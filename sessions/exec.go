@@ -194,10 +194,34 @@ func (p *outPipe) copy(dst *streamWriter) {
 				p.r.SetReadDeadline(time.Now().Add(outputGrace))
 			}
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			p.drain(dst, buf) // silence after the exit
+			return
+		}
 		if err != nil {
-			return // the end, or silence after the exit
+			return // the end
 		}
 	}
+}
+
+// drain reads what the pipe holds now into dst, without waiting for more.
+// A read past its deadline fails before it looks, and the grace period can
+// pass while this goroutine waits for a core (hundreds of commands ending
+// at once on two): what the command wrote before it exited is still there.
+func (p *outPipe) drain(dst *streamWriter, buf []byte) {
+	rc, err := p.r.SyscallConn()
+	if err != nil || p.r.SetReadDeadline(time.Time{}) != nil {
+		return
+	}
+	rc.Read(func(fd uintptr) bool {
+		for {
+			n, err := unix.Read(int(fd), buf)
+			if n <= 0 || err != nil {
+				return true // EAGAIN: empty; 0: no writer left
+			}
+			dst.Write(buf[:n])
+		}
+	})
 }
 
 // exited starts the grace period: from now on the pipe is read only while

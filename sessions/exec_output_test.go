@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/layerfs/layerfs/api"
@@ -62,5 +63,33 @@ func TestCheckExecEnvNUL(t *testing.T) {
 	}
 	if err := checkExec(api.ExecRequest{Argv: []string{"true"}, Env: []string{"A=b"}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOutputReadAfterGrace: what a command wrote before it exited is kept
+// even when the goroutine reading its pipe first runs after the grace
+// period is over (a busy machine): a read past its deadline fails without
+// looking, and lost the whole output of one command in 256 at once.
+func TestOutputReadAfterGrace(t *testing.T) {
+	p, err := newOutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.w.Close() // a process left in the background holds it open
+	if _, err := p.w.WriteString("written before the exit\n"); err != nil {
+		t.Fatal(err)
+	}
+	p.exited()
+	time.Sleep(outputGrace + 50*time.Millisecond)
+	o := newOutput(nil)
+	done := make(chan struct{})
+	go func() { p.copy(o.writer("stdout")); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("copy still reading a silent pipe after the grace period")
+	}
+	if got := o.result().Stdout; got != "written before the exit\n" {
+		t.Errorf("stdout %q", got)
 	}
 }
