@@ -132,3 +132,56 @@ func grepLines(text, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestWorkspaceNamespaceFollowsHostMounts: Workspaces' namespaces are
+// copies of one isolated template, made again when the host's mounts
+// change: a filesystem mounted on the host after the daemon started shows
+// in the Workspaces created after it (all but the one or two made ahead of
+// need, before it), and one unmounted there stops showing. However many
+// Workspaces live, a new one holds only its own overlay.
+func TestWorkspaceNamespaceFollowsHostMounts(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a": "a\n"}, sessions.Config{})
+	live := 0
+	for ; live < 8; live++ {
+		d.create(t, "main")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64k"); err != nil {
+		t.Fatalf("mount a tmpfs on the host: %v", err)
+	}
+	mounted := true
+	unmount := func() {
+		if mounted {
+			if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+				t.Errorf("unmount %s: %v", dir, err)
+			}
+			mounted = false
+		}
+	}
+	t.Cleanup(unmount)
+	if err := os.WriteFile(dir+"/marker", []byte("host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// sees creates Workspaces until one sees the marker as want says, at
+	// most four (the pool's holder and the spare were made before).
+	sees := func(want bool) {
+		t.Helper()
+		for i := 0; i < 4; i++ {
+			ws := d.create(t, "main")
+			live++
+			res := d.exec(t, ws.ID, nil, "cat", dir+"/marker")
+			if (res.ExitCode == 0) == want {
+				mounts := d.sh(t, ws.ID, "cat /proc/self/mountinfo")
+				if n := strings.Count(mounts, " - overlay "); n != 1 || strings.Contains(mounts, "fuse.layerfs") {
+					t.Errorf("with %d Workspaces live, a new one holds %d overlays and these LayerFS mounts:\n%s",
+						live, n, grepLines(mounts, "layerfs"))
+				}
+				return
+			}
+		}
+		t.Errorf("after 4 creates, no Workspace's view of the host mount %s is %v", dir, want)
+	}
+	sees(true)
+	unmount()
+	sees(false)
+}

@@ -7,8 +7,8 @@ import "sync"
 // copies, then detaches, every live Workspace's mount: it grows with their
 // number).
 type holderPool struct {
-	hide string // the state directory holders hide
-	size int
+	template nsTemplate // what holders' namespaces are copies of
+	size     int
 
 	mu      sync.Mutex
 	ready   []*holder
@@ -17,7 +17,7 @@ type holderPool struct {
 }
 
 func newHolderPool(hide string, size int) *holderPool {
-	p := &holderPool{hide: hide, size: size}
+	p := &holderPool{template: nsTemplate{hide: hide}, size: size}
 	p.refill()
 	return p
 }
@@ -34,7 +34,7 @@ func (p *holderPool) get() (*holder, error) {
 	if h != nil {
 		return h, nil
 	}
-	return newHolder(p.hide, false)
+	return newHolder(&p.template, false)
 }
 
 // refill tops the pool up in the background.
@@ -55,7 +55,7 @@ func (p *holderPool) refill() {
 				return
 			}
 			p.mu.Unlock()
-			h, err := newHolder(p.hide, true)
+			h, err := newHolder(&p.template, true)
 			p.mu.Lock()
 			if err != nil || p.closed {
 				p.filling = false
@@ -80,4 +80,5 @@ func (p *holderPool) close() {
 	for _, h := range ready {
 		h.stop()
 	}
+	p.template.close()
 }

@@ -27,27 +27,26 @@ const holderHideEnv = "LAYERFS_HOLDER_HIDE"
 // cost 2 MiB (a Go runtime of its own), is made in a fraction of a
 // millisecond where a process took 5-10 ms to start, and ends at once.
 type holder struct {
-	hide string // the daemon's state directory, hidden in the namespace
-	ns   uint64 // its mount namespace (nsfs inode), for the reaper
+	ns uint64 // its mount namespace (nsfs inode), for the reaper
 
 	mu      sync.Mutex
 	threads [2]*nsThread // in its mount namespace; in its mount and network namespaces
 	stopped bool
 }
 
-// newHolder makes a fresh mount namespace, isolated as isolateNamespace
-// describes, on a thread of its own. With background set (the pool making
-// a holder ahead of need) the thread does that at background priority
-// (see backgroundPriority), so that on busy cores it does not hold up the
-// Workspace being created meanwhile, and returns to normal priority
-// before it runs commands.
-func newHolder(hide string, background bool) (*holder, error) {
+// newHolder makes a fresh mount namespace, a copy of the template's (see
+// nsTemplate), on a thread of its own. With background set (the pool
+// making a holder ahead of need) the thread does that at background
+// priority (see backgroundPriority), so that on busy cores it does not
+// hold up the Workspace being created meanwhile, and returns to normal
+// priority before it runs commands.
+func newHolder(tp *nsTemplate, background bool) (*holder, error) {
 	t, err := startThread(func() error {
 		if !background {
-			return newMountNamespace(hide)
+			return tp.enter()
 		}
 		backgroundPriority()
-		if err := newMountNamespace(hide); err != nil {
+		if err := tp.enter(); err != nil {
 			return err
 		}
 		if err := unix.Setpriority(unix.PRIO_PROCESS, 0, 0); err != nil {
@@ -63,7 +62,7 @@ func newHolder(hide string, background bool) (*holder, error) {
 		t.stop()
 		return nil, err
 	}
-	return &holder{hide: hide, ns: ns, threads: [2]*nsThread{t}}, nil
+	return &holder{ns: ns, threads: [2]*nsThread{t}}, nil
 }
 
 // newMountNamespace moves the calling (locked) thread to a new mount

@@ -41,6 +41,19 @@ func isolateNamespace(stateDir string) error {
 // layerfsMounts picks the LayerFS FUSE mounts and the overlays whose lower
 // layers lie in one, deepest first.
 func layerfsMounts(mounts []mountinfo.Mount) []string {
+	var out []string
+	for i, lfs := range layerfsFlags(mounts) {
+		if lfs {
+			out = append(out, mounts[i].Point)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
+}
+
+// layerfsFlags reports, for each of mounts, whether it is a LayerFS FUSE
+// mount or an overlay whose lower layers lie in one.
+func layerfsFlags(mounts []mountinfo.Mount) []bool {
 	var fuse []string
 	for _, m := range mounts {
 		if m.FSType == fsTypeLayerFS {
@@ -55,13 +68,10 @@ func layerfsMounts(mounts []mountinfo.Mount) []string {
 		}
 		return false
 	}
-	var out []string
-	for _, m := range mounts {
-		if m.FSType == fsTypeLayerFS || m.FSType == "overlay" && overlayOver(m.SuperOpts, inFUSE) {
-			out = append(out, m.Point)
-		}
+	out := make([]bool, len(mounts))
+	for i, m := range mounts {
+		out[i] = m.FSType == fsTypeLayerFS || m.FSType == "overlay" && overlayOver(m.SuperOpts, inFUSE)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 	return out
 }
 

@@ -33,3 +33,43 @@ func TestLayerFSMountsFindsOverlays(t *testing.T) {
 		t.Errorf("layerfsMounts = %q, want %q", got, want)
 	}
 }
+
+// TestHostMountsKey: the template namespace is made again when the
+// daemon's mounts other than LayerFS's change — one mounted, unmounted or
+// remounted — and not when a Workspace's overlay or a FUSE mount comes or
+// goes.
+func TestHostMountsKey(t *testing.T) {
+	parse := func(lines ...string) []mountinfo.Mount {
+		var mounts []mountinfo.Mount
+		for _, l := range lines {
+			m, ok := mountinfo.Parse(l)
+			if !ok {
+				t.Fatalf("parse %q", l)
+			}
+			mounts = append(mounts, m)
+		}
+		return mounts
+	}
+	root := "1 0 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw"
+	vol := "44 1 0:44 / /s/ws rw - xfs /dev/loop0 rw"
+	fuse := "40 1 0:40 / /s/lower ro,nosuid,nodev - fuse.layerfs /s/store.layerfs ro,user_id=0"
+	ws := "42 1 0:42 / /s/mnt/ws-b rw - overlay none rw,lowerdir+=/s/lower/c2,upperdir=/s/ws/b/upper-0,workdir=/s/ws/b/work-0"
+	base := hostMounts(parse(root, vol, fuse))
+	if got := hostMounts(parse(root, vol, fuse, ws)); got != base {
+		t.Errorf("a Workspace's overlay changed the key:\n%s\nagainst\n%s", got, base)
+	}
+	if got := hostMounts(parse(root, vol)); got != base {
+		t.Errorf("the FUSE mount's going changed the key")
+	}
+	for name, mounts := range map[string][]mountinfo.Mount{
+		"a mount added":     parse(root, vol, fuse, "50 1 0:50 / /data rw - tmpfs tmpfs rw"),
+		"a mount gone":      parse(root, fuse),
+		"a mount remounted": parse("1 0 8:1 / / ro,relatime shared:1 - ext4 /dev/sda1 rw", vol, fuse),
+		"its superblock":    parse("1 0 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 ro", vol, fuse),
+		"mounted again":     parse(root, "45 1 0:44 / /s/ws rw - xfs /dev/loop0 rw", fuse),
+	} {
+		if hostMounts(mounts) == base {
+			t.Errorf("%s: key unchanged", name)
+		}
+	}
+}

@@ -22,6 +22,8 @@ const (
 
 // Mount is one line of a mountinfo table.
 type Mount struct {
+	ID        string   // the mount's ID, unique while it is mounted
+	Opts      string   // the mount's own options ("rw,nosuid,relatime")
 	Point     string   // where it is mounted
 	FSType    string   // "overlay", "fuse.layerfs", ...
 	Source    string   // what was mounted
@@ -60,10 +62,10 @@ func Read(table string) ([]Mount, error) {
 func Parse(line string) (Mount, bool) {
 	before, after, ok := strings.Cut(line, " - ")
 	f, g := strings.Fields(before), strings.Fields(after)
-	if !ok || len(f) < 5 || len(g) < 2 {
+	if !ok || len(f) < 6 || len(g) < 2 {
 		return Mount{}, false
 	}
-	m := Mount{Point: Unescape(f[4]), FSType: g[0], Source: Unescape(g[1]), Dev: f[2]}
+	m := Mount{ID: f[0], Opts: f[5], Point: Unescape(f[4]), FSType: g[0], Source: Unescape(g[1]), Dev: f[2]}
 	if len(g) > 2 {
 		m.SuperOpts = strings.Split(g[2], ",")
 	}

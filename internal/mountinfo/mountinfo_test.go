@@ -8,11 +8,11 @@ import (
 func TestParse(t *testing.T) {
 	line := `612 27 0:61 / /var/tmp/my\040mnt ro,nosuid,nodev,relatime shared:300 - fuse.layerfs /s/p.layerfs\043main ro,user_id=0,group_id=0`
 	m, ok := Parse(line)
-	if !ok || m.Point != "/var/tmp/my mnt" || m.FSType != "fuse.layerfs" || m.Source != "/s/p.layerfs#main" ||
+	if !ok || m.ID != "612" || m.Opts != "ro,nosuid,nodev,relatime" || m.Point != "/var/tmp/my mnt" || m.FSType != "fuse.layerfs" || m.Source != "/s/p.layerfs#main" ||
 		!slices.Equal(m.SuperOpts, []string{"ro", "user_id=0", "group_id=0"}) {
 		t.Errorf("got %+v, %v", m, ok)
 	}
-	for _, bad := range []string{"garbage", "1 2 3:4 / /p rw", "1 2 3:4 / - overlay"} {
+	for _, bad := range []string{"garbage", "1 2 3:4 / /p rw", "1 2 3:4 / - overlay", "1 2 3:4 / /p - overlay none rw"} {
 		if _, ok := Parse(bad); ok {
 			t.Errorf("parsed %q", bad)
 		}
