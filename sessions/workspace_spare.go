@@ -124,11 +124,19 @@ func (s *spares) fill() {
 // start starts m's thread, once.
 func (s *spares) start(m *making) { m.start.Do(func() { go s.run(m) }) }
 
-// run makes the spare m announces, at background priority (a thread of
-// its own, ended with it).
+// run makes the spare m announces, at background priority (on a thread
+// it has to itself until then).
 func (s *spares) run(m *making) {
 	defer s.done.Done()
-	runtime.LockOSThread() // never unlocked: the thread goes with its priority
+	runtime.LockOSThread()
+	defer func() {
+		// Back to the runtime's threads if back to normal priority (else
+		// it ends with the goroutine): a thread made for every spare cost
+		// a clone and an exit, slow in a virtual machine.
+		if unix.Setpriority(unix.PRIO_PROCESS, 0, 0) == nil {
+			runtime.UnlockOSThread()
+		}
+	}()
 	backgroundPriority()
 	m.tid.Store(int32(unix.Gettid()))
 	if m.wanted.Load() {
