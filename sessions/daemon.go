@@ -58,9 +58,9 @@ type Daemon struct {
 	holders *holderPool
 	spares  *spares
 	reaper  reaper
-	// retiring counts replaced host views still being unmounted (retire).
+	// retiring counts replaced host views still being unmounted (unmountAside).
 	retiring sync.WaitGroup
-	// asides holds empty directories in mnt/.retired for retire to move
+	// asides holds empty directories in mnt/.retired for setAside to move
 	// views to, each left by a view's finished unmount: making one on the
 	// state directory's filesystem took ~0.12 ms of every commit's reply.
 	asides chan string
@@ -176,7 +176,7 @@ func (d *Daemon) setup() error {
 	if err := d.setupVolume(); err != nil {
 		return err
 	}
-	// The host paths' parent, a private mount, so that retire can move
+	// The host paths' parent, a private mount, so that setAside can move
 	// mounts out of it whatever the propagation of the filesystem below.
 	if err := unix.Mount(d.dir("mnt"), d.dir("mnt"), "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("bind %s: %w", d.dir("mnt"), err)

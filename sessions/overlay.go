@@ -88,13 +88,16 @@ func unmount(mnt string) error {
 // a replaced host view waits to be unmounted.
 const retiredDir = ".retired"
 
-// retire moves the mount at mnt, a Workspace's host path, aside and
-// unmounts it in the background (see holder.attach for why); mnt is then
-// free for the next view at once. Nothing mounted at mnt is no error.
-// Moving needs a parent mount that is not shared: setup makes the mount
-// directory a private mount of its own. The place aside is one an earlier
-// retire's unmount left empty (d.asides), or a new one.
-func (d *Daemon) retire(mnt string) error {
+// setAside moves the mount at mnt, a Workspace's host path, aside and
+// returns where to: mnt is then free for the next view at once, and the
+// view set aside can still come back (putBack) until unmountAside
+// unmounts it in the background (see holder.attach for why). It returns
+// "" if nothing was mounted at mnt, or if the view could not be moved
+// and was unmounted instead. Moving needs a parent mount that is not
+// shared: setup makes the mount directory a private mount of its own.
+// The place aside is one an earlier unmount left empty (d.asides), or a
+// new one.
+func (d *Daemon) setAside(mnt string) (string, error) {
 	var aside string
 	var err error
 	select {
@@ -105,15 +108,40 @@ func (d *Daemon) retire(mnt string) error {
 	if err == nil {
 		err = unix.MoveMount(unix.AT_FDCWD, mnt, unix.AT_FDCWD, aside, 0)
 	}
-	if err != nil {
-		switch {
-		case aside == "":
-		case errors.Is(err, unix.EINVAL):
-			d.reuseAside(aside) // nothing was mounted at mnt
-		default:
-			os.Remove(aside) // it may be why: not reused
+	if err == nil {
+		return aside, nil
+	}
+	switch {
+	case aside == "":
+	case errors.Is(err, unix.EINVAL):
+		d.reuseAside(aside) // nothing was mounted at mnt
+	default:
+		os.Remove(aside) // it may be why: not reused
+	}
+	return "", unmount(mnt) // not a mount (EINVAL), or no way aside: the slow way
+}
+
+// putBack undoes setAside: what is mounted at mnt now goes, and the view
+// set aside, if any, comes back.
+func (d *Daemon) putBack(aside, mnt string) {
+	err := unmount(mnt)
+	if err == nil && aside != "" {
+		if err = unix.MoveMount(unix.AT_FDCWD, aside, unix.AT_FDCWD, mnt, 0); err == nil {
+			d.reuseAside(aside)
+			return
 		}
-		return unmount(mnt) // not a mount (EINVAL), or no way aside: the slow way
+	}
+	if err != nil {
+		d.log.Printf("put the view back at %s: %v", mnt, err)
+	}
+	d.unmountAside(aside)
+}
+
+// unmountAside unmounts the view setAside moved to aside, if any, in the
+// background.
+func (d *Daemon) unmountAside(aside string) {
+	if aside == "" {
+		return
 	}
 	d.retiring.Add(1)
 	go func() {
@@ -122,11 +150,10 @@ func (d *Daemon) retire(mnt string) error {
 			d.reuseAside(aside)
 		}
 	}()
-	return nil
 }
 
 // reuseAside keeps aside, an empty place in .retired, for the next
-// retire, or removes it when enough are kept. rmdir, never RemoveAll: it
+// setAside, or removes it when enough are kept. rmdir, never RemoveAll: it
 // must never reach into a mount's content.
 func (d *Daemon) reuseAside(aside string) {
 	select {

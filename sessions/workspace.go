@@ -554,51 +554,61 @@ func (w *workspace) switchOverlay(next *nextView) error {
 }
 
 // show mounts the overlay of the current lease and directories and makes
-// it the Workspace's view, in the holder's namespace and at the host
-// path; next, if not nil, is that overlay mounted already, its Slot not
-// bound yet. The views it replaces, if any, are unmounted in the
-// background (holder.attach, Daemon.retire).
+// it the Workspace's view, at the host path and in the holder's
+// namespace; next, if not nil, is that overlay mounted already, its Slot
+// not bound yet. The host path goes first, with the view it had set
+// aside, and the namespace last: once that shows the new view, commands
+// may write to its upperdir, so no step may fail after it. A failure
+// before puts the old view back at the host path, and the caller backs
+// out of a switch that did not happen. The views it replaces, if any, are
+// unmounted in the background (holder.attach, Daemon.unmountAside).
 func (w *workspace) show(next *nextView) error {
 	mfd, shown, err := w.mountView(next)
 	if err != nil {
 		return err
 	}
 	defer unix.Close(mfd)
-	if err := w.d.retire(w.hostPath()); err != nil {
+	host := w.hostPath()
+	aside, err := w.d.setAside(host)
+	if err != nil {
 		return err
 	}
-	if err := unix.MoveMount(mfd, "", unix.AT_FDCWD, w.hostPath(), unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-		return fmt.Errorf("attach overlay at %s: %w", w.hostPath(), err)
+	if err = failpoint(FailpointHostPath); err == nil {
+		if err = unix.MoveMount(mfd, "", unix.AT_FDCWD, host, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			err = fmt.Errorf("attach overlay at %s: %w", host, err)
+		}
 	}
+	if err == nil {
+		if err = failpoint(FailpointNamespace); err == nil {
+			err = w.holder.bindDetached(mfd, w.rec.Path)
+		}
+	}
+	if err != nil {
+		w.d.putBack(aside, host)
+		return err
+	}
+	w.d.unmountAside(aside)
 	w.shown.Store(shown)
 	return nil
 }
 
 // mountView mounts the overlay of the current lease and directories,
-// detached, or binds next's Slot to the lease, and attaches a clone of it
-// in the holder's namespace in place of the view there. It returns the
-// detached mount, which the caller closes, and the data layer's tick it
-// was made at (for w.shown).
+// detached, or binds next's Slot to the lease. It returns the detached
+// mount, which the caller closes, and the data layer's tick it was made
+// at (for w.shown).
 func (w *workspace) mountView(next *nextView) (int, int64, error) {
-	var mfd int
-	var shown int64
-	var err error
-	if next != nil {
-		if shown, err = next.bind(w.d, w.rec.lease()); err != nil {
-			next.close()
-		}
-		mfd, next.mfd = next.mfd, -1 // the caller's now
-	} else {
-		shown = w.d.tick()
-		mfd, err = overlayDetached(w.lower(), w.d.dataDir(), w.upper(), w.work())
+	if next == nil {
+		shown := w.d.tick()
+		mfd, err := overlayDetached(w.lower(), w.d.dataDir(), w.upper(), w.work())
+		return mfd, shown, err
 	}
+	shown, err := next.bind(w.d, w.rec.lease())
 	if err != nil {
+		next.close()
 		return -1, 0, err
 	}
-	if err := w.holder.bindDetached(mfd, w.rec.Path); err != nil {
-		unix.Close(mfd)
-		return -1, 0, err
-	}
+	mfd := next.mfd
+	next.mfd = -1 // the caller's now
 	return mfd, shown, nil
 }
 
