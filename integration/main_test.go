@@ -17,6 +17,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(wedgeEnv); dir != "" {
 		os.Exit(wedgeMain(dir)) // the test binary as a daemon stuck on its own mount
 	}
+	if at := os.Getenv(crashEnv); at != "" {
+		os.Exit(crashingDaemonMain(at, os.Args[1:])) // the test binary as a daemon that dies at a failpoint
+	}
 	if why := missingPrivileges(); why != "" {
 		if os.Getenv("LAYERFS_REQUIRE_ROOT") == "1" {
 			fmt.Fprintf(os.Stderr, "integration: LAYERFS_REQUIRE_ROOT=1 but %s\n", why)

@@ -1,22 +1,37 @@
 package integration
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 
+	"github.com/layerfs/layerfs"
 	"github.com/layerfs/layerfs/api"
 	"github.com/layerfs/layerfs/sessions"
 )
 
 var errInjected = errors.New("injected failure")
 
-// failAt makes the daemon fail at failpoint name until the test ends or
-// the returned function is called.
-func failAt(t *testing.T, name string) (clear func()) {
-	sessions.SetFailpointForTest(name, func() error { return errInjected })
+// failAt makes the daemon fail at failpoint name the nth time it is
+// reached, unless the test ended or the returned function was called.
+func failAt(t *testing.T, name string, nth int) (clear func()) {
+	var reached atomic.Int32
+	sessions.SetFailpointForTest(name, func() error {
+		if int(reached.Add(1)) == nth {
+			return errInjected
+		}
+		return nil
+	})
 	clear = func() { sessions.SetFailpointForTest(name, nil) }
 	t.Cleanup(clear)
 	return clear
@@ -37,7 +52,7 @@ func TestSwitchFailingHalfWay(t *testing.T) {
 			d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{Volume: sessions.VolumeOff})
 			w := d.create(t, "main")
 			d.sh(t, w.ID, "echo mine >> a.txt") // and the next view is made ahead
-			clear := failAt(t, fp)
+			clear := failAt(t, fp, 1)
 			if res, err := d.Commit(w.ID, api.CommitRequest{}); !errors.Is(err, errInjected) {
 				t.Fatalf("the commit through a failing switch: %+v, %v", res, err)
 			}
@@ -48,6 +63,43 @@ func TestSwitchFailingHalfWay(t *testing.T) {
 			d.commit(t, w.ID, api.StatusCommitted)
 			if got := d.read(t, "main", "a.txt") + d.read(t, "main", "later.txt"); got != "a\nmine\nlater\n" {
 				t.Fatalf("main after the second commit: %q", got)
+			}
+		})
+	}
+}
+
+// TestRebaseFailingHalfWay: a conflicting commit's rebase fails after
+// some of its changes to the upperdir, or at the switch to the head's
+// view (at the host path, or in the namespace). The Workspace is shown
+// again as it was before the commit: its old lease, the versions it
+// wrote, no marker blocks nor the head's merged text; and a commit again
+// meets the same conflict. It kept what the rebase had rewritten so far.
+func TestRebaseFailingHalfWay(t *testing.T) {
+	for _, fp := range []struct {
+		name string
+		nth  int
+	}{{sessions.FailpointRebaseStep, 3}, {sessions.FailpointHostPath, 1}, {sessions.FailpointNamespace, 1}} {
+		t.Run(fp.name, func(t *testing.T) {
+			d := startDaemon(t, map[string]string{"a.txt": "a\n", "m.txt": "1\n2\n3\n4\n5\n6\n7\n", "u.txt": "u\n"},
+				sessions.Config{Volume: sessions.VolumeOff})
+			a, b := d.create(t, "main"), d.create(t, "main")
+			d.sh(t, a.ID, "echo A > a.txt && sed -i 1s/1/one/ m.txt")
+			d.sh(t, b.ID, "echo B > a.txt && sed -i 7s/7/seven/ m.txt && echo mine > b.txt && : >> u.txt")
+			const read = "cat a.txt m.txt b.txt u.txt"
+			before := d.sh(t, b.ID, read)
+			d.commit(t, a.ID, api.StatusCommitted)
+			clear := failAt(t, fp.name, fp.nth)
+			if res, err := d.Commit(b.ID, api.CommitRequest{}); !errors.Is(err, errInjected) {
+				t.Fatalf("B's commit through a failing rebase: %+v, %v", res, err)
+			}
+			clear()
+			if got := d.sh(t, b.ID, read); got != before {
+				t.Fatalf("after the failed rebase B reads %q; before it, %q", got, before)
+			}
+			checkOnOldView(t, d, b, []string{"a.txt", "b.txt", "later.txt", "m.txt"})
+			res := d.commit(t, b.ID, api.StatusConflict)
+			if !slices.Equal(res.Markers, []string{"a.txt"}) || !slices.Equal(res.Merged, []string{"m.txt"}) {
+				t.Fatalf("B's commit again: %+v", res)
 			}
 		})
 	}
@@ -70,5 +122,133 @@ func checkOnOldView(t *testing.T, d *testDaemon, w api.Workspace, want []string)
 	data, err := os.ReadFile(filepath.Join(in.HostPath, "later.txt"))
 	if string(data) != "later\n" {
 		t.Errorf("the host path's later.txt: %q, %v", data, err)
+	}
+}
+
+// crashEnv makes the test binary run crashingDaemonMain, which dies at
+// the failpoint its value names: "name:n", at the nth time it is reached.
+const crashEnv = "LAYERFS_TEST_CRASH_AT"
+
+// crashingDaemonMain serves a daemon on the Store, state directory and
+// socket args name, with its Workspaces' directories on the state
+// directory (--volume off), and kills itself with SIGKILL at the
+// failpoint at names: a crash there, mounts and all left as they are.
+func crashingDaemonMain(at string, args []string) int {
+	name, nth, _ := strings.Cut(at, ":")
+	n, err := strconv.Atoi(nth)
+	if err != nil || len(args) != 3 {
+		fmt.Fprintf(os.Stderr, "crashing daemon: %s=%q, args %q\n", crashEnv, at, args)
+		return 2
+	}
+	var reached atomic.Int32
+	sessions.SetFailpointForTest(name, func() error {
+		if int(reached.Add(1)) == n {
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+		return nil
+	})
+	st, err := layerfs.Open(args[0], layerfs.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	l, err := sessions.Listen(args[2])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	d, err := sessions.Start(sessions.Config{Store: st.Backend(), StateDir: args[1], Volume: sessions.VolumeOff})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	err = d.Serve(ctx, l)
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// startCrashingDaemon runs crashingDaemonMain as startDaemonProc runs
+// layerfs daemon.
+func startCrashingDaemon(t *testing.T, storePath, stateDir, at string) *daemonProc {
+	t.Helper()
+	socket := filepath.Join(stateDir+".sock.d", "daemon.sock")
+	cmd := exec.Command(os.Args[0], storePath, stateDir, socket)
+	cmd.Env = append(os.Environ(), crashEnv+"="+at)
+	return runDaemonProc(t, cmd, storePath, stateDir, socket)
+}
+
+// TestRebaseCrash kills the daemon (SIGKILL) while a conflicting commit
+// rebases the Workspace onto the head it met: before each change to the
+// upperdir, and once all are made, before the rewritten upperdir is
+// renamed to the next generation. The restarted daemon brings the
+// Workspace back wholly before the rebase — its old lease, the versions
+// it wrote, and a commit again meets the same conflict — or wholly after
+// it, never on the old lease with the head's merged text in the upperdir.
+func TestRebaseCrash(t *testing.T) {
+	points := []string{sessions.FailpointRebaseStep + ":1", sessions.FailpointRebaseStep + ":2",
+		sessions.FailpointRebaseStep + ":3", sessions.FailpointRebaseRename + ":1"}
+	for _, at := range points {
+		t.Run(at, func(t *testing.T) {
+			src := t.TempDir()
+			writeTree(t, src, map[string]string{"a.txt": "a\n", "m.txt": "1\n2\n3\n4\n5\n6\n7\n", "u.txt": "u\n"})
+			storePath := initStore(t, src)
+			stateDir := filepath.Join(t.TempDir(), "state")
+			p := startCrashingDaemon(t, storePath, stateDir, at)
+			ctx := context.Background()
+			var a, b api.Workspace
+			var err error
+			if a, err = p.client.Create(ctx, api.CreateRequest{}); err != nil {
+				t.Fatal(err)
+			}
+			if b, err = p.client.Create(ctx, api.CreateRequest{}); err != nil {
+				t.Fatal(err)
+			}
+			execOK(t, p.client, a.ID, "echo A > a.txt && sed -i 1s/1/one/ m.txt")
+			// a.txt conflicts, m.txt merges, b.txt is B's alone and u.txt
+			// is copied up unchanged.
+			const script = "echo B > a.txt && sed -i 7s/7/seven/ m.txt && echo mine > b.txt && : >> u.txt"
+			execOK(t, p.client, b.ID, script)
+			const read = "cat a.txt m.txt b.txt u.txt"
+			before := execOK(t, p.client, b.ID, read)
+			if res, err := p.client.Commit(ctx, a.ID, api.CommitRequest{}); err != nil || res.Status != api.StatusCommitted {
+				t.Fatalf("A's commit: %+v, %v", res, err)
+			}
+			res, err := p.client.Commit(ctx, b.ID, api.CommitRequest{})
+			if err == nil {
+				t.Fatalf("the daemon answered B's commit (%s) instead of dying at %s: the test proves nothing", res.Status, at)
+			}
+			<-p.exited
+
+			p2 := startDaemonProc(t, storePath, stateDir, "--volume", "off")
+			in, err := p2.client.Inspect(ctx, b.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := execOK(t, p2.client, b.ID, read)
+			switch in.Lease {
+			case b.Lease:
+				if got != before || strings.Join(in.Pending, " ") != "a.txt b.txt m.txt" {
+					t.Fatalf("back on its old lease, B reads %q and has %v pending; before the rebase it read %q", got, in.Pending, before)
+				}
+				res, err := p2.client.Commit(ctx, b.ID, api.CommitRequest{})
+				if err != nil || res.Status != api.StatusConflict || !slices.Equal(res.Merged, []string{"m.txt"}) {
+					t.Fatalf("B's commit again: %+v, %v", res, err)
+				}
+			default:
+				head, _ := p2.client.Inspect(ctx, a.ID)
+				if in.Lease != head.Lease || !strings.Contains(got, "<<<<<<<") || !strings.Contains(got, "one\n2\n3\n4\n5\n6\nseven\n") {
+					t.Fatalf("B is on %.12s (head %.12s) and reads %q", in.Lease, head.Lease, got)
+				}
+			}
+		})
 	}
 }

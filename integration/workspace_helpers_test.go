@@ -218,7 +218,13 @@ func startDaemonProc(t *testing.T, storePath, stateDir string, extra ...string) 
 	t.Helper()
 	socket := filepath.Join(stateDir+".sock.d", "daemon.sock")
 	args := append([]string{"daemon", "--store", storePath, "--state-dir", stateDir, "--socket", socket}, extra...)
-	cmd := exec.Command(layerfsBin, args...)
+	return runDaemonProc(t, exec.Command(layerfsBin, args...), storePath, stateDir, socket)
+}
+
+// runDaemonProc is startDaemonProc with the daemon's command: cmd serves
+// storePath on socket with stateDir.
+func runDaemonProc(t *testing.T, cmd *exec.Cmd, storePath, stateDir, socket string) *daemonProc {
+	t.Helper()
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

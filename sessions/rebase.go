@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/internal/ovl"
 	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/publish"
 	"github.com/layerfs/layerfs/store"
@@ -58,9 +59,11 @@ func (w *workspace) rebase(res *publish.Result, c *publish.Capture) (markers []s
 	}
 	// Failing from here (a full disk while marker blocks are written,
 	// say), the Workspace must not be left without a view: every later
-	// call would fail on it. It is shown again as it stands, on its old
-	// lease, with what the rebase rewrote so far.
+	// call would fail on it. It is shown again as it was, on its old
+	// lease, the changes to its upperdir undone (rebaseLog), as a restart
+	// after a crash here finds it (undoInterruptedRebase).
 	oldLease, oldGen, oldUpper, shown := w.rec.Lease, w.rec.Gen, w.upper(), false
+	var rl *rebaseLog
 	defer func() {
 		if err == nil || shown {
 			return
@@ -70,6 +73,11 @@ func (w *workspace) rebase(res *publish.Result, c *publish.Capture) (markers []s
 		}
 		w.rec.Lease, w.rec.Gen = oldLease, oldGen
 		w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, w.rec.lease())
+		if rl != nil {
+			if uerr := errors.Join(rl.undo(oldUpper), rl.remove()); uerr != nil {
+				w.logf("a failed rebase could not be undone: its upperdir may hold the head's text: %v", uerr)
+			}
+		}
 		// A work directory a volatile overlay used is refused again:
 		// emptied (what it holds only frees space; a new one could not
 		// be made on a full disk), it is taken as new.
@@ -81,21 +89,25 @@ func (w *workspace) rebase(res *publish.Result, c *publish.Capture) (markers []s
 			w.logf("the view could not be shown again after a failed rebase: %v", serr)
 		}
 	}()
-	markers, err = w.rewriteUpper(res, c, settle.opaque)
+	rl, markers, dropped, err = w.planRebase(res, c, settle.opaque)
 	if err != nil {
 		return nil, nil, err
 	}
-	if dropped, err = w.dropRemovedDirs(res, c); err != nil {
+	if err := rl.apply(w.upper(), w.logf); err != nil {
 		return nil, nil, err
 	}
-	settle.settleOpaque(w.upper(), w.logf)
 	if err := w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, res.Head); err != nil {
 		return nil, nil, err
 	}
 	oldWork := w.work()
 	w.rec.Lease = res.Head.String()
 	w.rec.Gen++
-	// The upperdir carries over; only the work directory is fresh.
+	if err := failpoint(FailpointRebaseRename); err != nil {
+		return nil, nil, err
+	}
+	// The upperdir carries over; only the work directory is fresh. Once
+	// renamed, it is the next generation's: a restart takes it up
+	// (adoptMovedUpper), rather than undo the rebase.
 	if err := os.Rename(w.dir("upper-"+fmt.Sprint(w.rec.Gen-1)), w.upper()); err != nil {
 		return nil, nil, err
 	}
@@ -106,7 +118,7 @@ func (w *workspace) rebase(res *publish.Result, c *publish.Capture) (markers []s
 		return nil, nil, err
 	}
 	shown = true
-	removeInBackground(oldWork)
+	removeInBackground(oldWork, rl.dir)
 	// Shown: a record not saved is logged, as for a commit's switch
 	// (switchOverlay); a restart takes up the moved upperdir.
 	if err := w.rec.save(w.dir()); err != nil {
@@ -129,57 +141,50 @@ func emptyDir(dir string) error {
 	return nil
 }
 
-// rewriteUpper edits the (unmounted) upperdir as rebase describes; opaque
-// lists the directories rebase makes opaque, whose files copied up
-// without a change stay. The new files are all written first, in the work
-// directory, and renamed in only once every one is whole: a full disk
-// stops it before the upperdir changes at all.
-func (w *workspace) rewriteUpper(res *publish.Result, c *publish.Capture, opaque []string) ([]string, error) {
-	upper := w.upper()
-	var markers []string
-	var staged []stagedFile
-	defer func() {
-		for _, f := range staged {
-			os.Remove(f.tmp) // those not renamed in
-		}
-	}()
-	stage := func(p string, data []byte) error {
-		f, err := stageUpper(upper, w.work(), p, data)
-		if err != nil {
-			return err
-		}
-		staged = append(staged, f)
-		return nil
+// planRebase writes the log of the changes rebase makes to the
+// (unmounted) upperdir, in order: the new files, staged in the log's
+// directory — marker blocks and merged text — go in first; then the
+// files head's version replaces (.lww) and those copied up without a
+// change go, but in directories opaque lists, which rebase makes opaque
+// last, and whose files stay; then the directories whose removal by the
+// head stands (dropRemovedDirs). Every new file is written before the
+// upperdir changes at all: a full disk stops the rebase with nothing to
+// undo. It returns the log, saved, the files that will hold markers, and
+// the uncommitted entries that go with the dropped directories.
+func (w *workspace) planRebase(res *publish.Result, c *publish.Capture, opaque []string) (*rebaseLog, []string, []api.UncommittedPath, error) {
+	rl, err := w.newRebaseLog(w.rec.Gen)
+	if err != nil {
+		return nil, nil, nil, err
 	}
+	upper := w.upper()
+	made := map[string]bool{} // directories a step makes
+	write := func(p string, data []byte) error {
+		for _, dir := range missingDirs(upper, p, made) {
+			rl.add(rebaseStep{Op: stepMkdir, Path: dir})
+		}
+		full := filepath.Join(upper, filepath.FromSlash(p))
+		_, err := os.Lstat(full)
+		i := rl.add(rebaseStep{Op: stepWrite, Path: p, Had: err == nil})
+		return stageUpper(full, rl.staged(i), p, data)
+	}
+	var markers []string
 	for _, pc := range res.Conflicts {
 		if pc.Kind != publish.ConflictText || pc.Merge == nil {
 			continue // binary, type, delete or mode: ours stays for the agent to settle
 		}
-		if err := stage(pc.Path, []byte(strings.Join(pc.Merge.WithMarkers(res.Head.Short()), ""))); err != nil {
-			return nil, err
+		if err := write(pc.Path, []byte(strings.Join(pc.Merge.WithMarkers(res.Head.Short()), ""))); err != nil {
+			return rl, nil, nil, err
 		}
 		markers = append(markers, pc.Path)
 	}
 	for _, m := range res.Merged {
-		if err := stage(m.Path, m.Content); err != nil {
-			return nil, err
+		if err := write(m.Path, m.Content); err != nil {
+			return rl, nil, nil, err
 		}
-	}
-	for len(staged) > 0 {
-		f := staged[0]
-		if err := os.MkdirAll(filepath.Dir(f.full), 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.Rename(f.tmp, f.full); err != nil {
-			return nil, fmt.Errorf("write %s into the upperdir: %w", f.path, err)
-		}
-		staged = staged[1:]
 	}
 	for _, d := range res.LWW {
 		if d.Winner == "head" {
-			if err := removeUpper(upper, d.Path); err != nil {
-				return nil, err
-			}
+			rl.add(rebaseStep{Op: stepRemove, Path: d.Path})
 		}
 	}
 	// Not in a directory about to be made opaque: nothing would show
@@ -189,54 +194,59 @@ func (w *workspace) rewriteUpper(res *publish.Result, c *publish.Capture, opaque
 		frozen[filepath.ToSlash(dir)] = true
 	}
 	for _, p := range c.Unchanged {
-		if frozen[path.Dir(p)] {
-			continue
-		}
-		if err := removeUpper(upper, p); err != nil {
-			return nil, err
+		if !frozen[path.Dir(p)] {
+			rl.add(rebaseStep{Op: stepRemove, Path: p})
 		}
 	}
-	return markers, nil
+	dropped, err := w.dropRemovedDirs(res, c, rl)
+	if err != nil {
+		return rl, nil, nil, err
+	}
+	for _, dir := range opaque {
+		p := filepath.Join(upper, dir)
+		redirect, rerr := ovl.Get(p, ovl.Redirect)
+		was, oerr := ovl.Get(p, ovl.Opaque)
+		if err := errors.Join(goneOK(rerr), goneOK(oerr)); err != nil {
+			return rl, nil, nil, err
+		}
+		rl.add(rebaseStep{Op: stepOpaque, Path: filepath.ToSlash(dir), Redirect: redirect, Opaque: was})
+	}
+	return rl, markers, dropped, rl.save()
 }
 
-// stagedFile is a file's new content written in the work directory (tmp),
-// to be renamed to full, path's place in the upperdir.
-type stagedFile struct{ path, full, tmp string }
+// missingDirs lists the directories of upperdir-relative p that upper
+// lacks and made does not have yet, outermost first, and adds them to
+// made.
+func missingDirs(upper, p string, made map[string]bool) []string {
+	var missing []string
+	for dir := path.Dir(p); dir != "." && !made[dir]; dir = path.Dir(dir) {
+		if _, err := os.Lstat(filepath.Join(upper, filepath.FromSlash(dir))); err == nil {
+			break
+		}
+		made[dir] = true
+		missing = append(missing, dir)
+	}
+	slices.Reverse(missing)
+	return missing
+}
 
-// stageUpper writes data for path in work, the overlay's work directory
-// (on the upperdir's filesystem), with the mode of the file it will
-// replace (0644 for a whiteout or symlink); renamed in, it takes the
-// place of what is there.
-func stageUpper(upper, work, path string, data []byte) (stagedFile, error) {
-	full := filepath.Join(upper, filepath.FromSlash(path))
+// stageUpper writes data to staged, on the upperdir's filesystem, for
+// path, whose place in the upperdir is full: with the mode of the file
+// it will replace (0644 for a whiteout or symlink); renamed in, it takes
+// the place of what is there.
+func stageUpper(full, staged, path string, data []byte) error {
 	mode := os.FileMode(0o644)
 	if fi, err := os.Lstat(full); err == nil && fi.Mode().IsRegular() {
 		mode = fi.Mode().Perm()
 	}
-	f, err := os.CreateTemp(work, "rebase-")
-	if err != nil {
-		return stagedFile{}, fmt.Errorf("write %s into the upperdir: %w", path, err)
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err := os.WriteFile(staged, data, mode)
 	if err == nil {
-		err = os.Chmod(f.Name(), mode)
+		err = os.Chmod(staged, mode) // whatever the umask
 	}
 	if err != nil {
-		os.Remove(f.Name())
-		return stagedFile{}, fmt.Errorf("write %s into the upperdir: %w", path, err)
+		return fmt.Errorf("write %s into the upperdir: %w", path, err)
 	}
-	return stagedFile{path: path, full: full, tmp: f.Name()}, nil
-}
-
-func removeUpper(upper, path string) error {
-	err := os.RemoveAll(filepath.Join(upper, filepath.FromSlash(path)))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	return err
+	return nil
 }
 
 // copyUpOrphans copies up through the view, whole, the renamed
@@ -266,13 +276,14 @@ func (w *workspace) copyUpOrphans(c *publish.Capture, head object.ID, cr *carry)
 	return nil
 }
 
-// dropRemovedDirs removes from the (unmounted) upperdir the directories
-// whose removal by the head stands (publish.Changeset.StaysRemoved: ours
-// only touched their metadata, as a build making an ignored file in one
-// does), and what they hold: on the head's lower layer they would be new
-// directories, and the next commit would bring them back. It returns the
-// uncommitted entries that went with them (ignored paths, special files).
-func (w *workspace) dropRemovedDirs(res *publish.Result, c *publish.Capture) ([]api.UncommittedPath, error) {
+// dropRemovedDirs adds to rl the removal from the (unmounted) upperdir
+// of the directories whose removal by the head stands
+// (publish.Changeset.StaysRemoved: ours only touched their metadata, as
+// a build making an ignored file in one does), and what they hold: on
+// the head's lower layer they would be new directories, and the next
+// commit would bring them back. It returns the uncommitted entries that
+// go with them (ignored paths, special files).
+func (w *workspace) dropRemovedDirs(res *publish.Result, c *publish.Capture, rl *rebaseLog) ([]api.UncommittedPath, error) {
 	base, err := w.headTree(c.Changes.Base)
 	if err != nil {
 		return nil, err
@@ -302,18 +313,16 @@ func (w *workspace) dropRemovedDirs(res *publish.Result, c *publish.Capture) ([]
 		if !okBase || !okHead || !c.Changes.StaysRemoved(ch, be, he) {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(w.upper(), filepath.FromSlash(ch.Path))); err != nil {
-			return nil, fmt.Errorf("drop %s, which the head removed: %w", ch.Path, err)
-		}
+		rl.add(rebaseStep{Op: stepRemove, Path: ch.Path})
 		// Its parents the head removed too, copied up only to hold it
 		// (their metadata unchanged), go once empty.
 		for dir := path.Dir(ch.Path); dir != "."; dir = path.Dir(dir) {
 			be, okBase := lookup(base, dir)
 			he, okHead := lookup(head, dir)
-			if !okBase || !okHead || be == nil || he != nil ||
-				os.Remove(filepath.Join(w.upper(), filepath.FromSlash(dir))) != nil {
+			if !okBase || !okHead || be == nil || he != nil {
 				break
 			}
+			rl.add(rebaseStep{Op: stepRemoveEmpty, Path: dir})
 		}
 		for _, u := range uncommittedPaths {
 			if strings.HasPrefix(u.Path, ch.Path+"/") && !slices.Contains(dropped, u) {

@@ -171,6 +171,9 @@ func (w *workspace) setup() error {
 // it had: uncommitted changes come back as they were. leased is the
 // Commit the Store's Lease of the Workspace names (zero: none).
 func (w *workspace) resume(leased object.ID) error {
+	if err := w.undoInterruptedRebase(); err != nil {
+		return err
+	}
 	if err := w.adoptMovedUpper(); err != nil {
 		return err
 	}
@@ -239,13 +242,14 @@ func (w *workspace) finishLanded(commit object.ID) error {
 }
 
 // removeOldGenerations removes the upper and work directories of
-// generations before the current one: a commit took the changes of such
-// an upperdir (or a discard dropped them) and a crash cut its removal in
-// the background short. Directories moved aside (.kept-*) stay.
+// generations before the current one, and the logs of their rebases: a
+// commit took the changes of such an upperdir (or a discard dropped them,
+// or a rebase moved it on) and a crash cut its removal in the background
+// short. Directories moved aside (.kept-*) stay.
 func (w *workspace) removeOldGenerations() {
 	entries, _ := os.ReadDir(w.dir())
 	for _, e := range entries {
-		for _, prefix := range []string{"upper-", "work-"} {
+		for _, prefix := range []string{"upper-", "work-", "rebase-"} {
 			rest, ok := strings.CutPrefix(e.Name(), prefix)
 			if n, err := strconv.Atoi(rest); ok && err == nil && n < w.rec.Gen {
 				w.logf("removing %s, left by a crash", e.Name())
@@ -257,10 +261,11 @@ func (w *workspace) removeOldGenerations() {
 
 // adoptMovedUpper takes up the next generation when the record names an
 // upperdir that is gone while the next one holds the pending changes: a
-// rebase a crash interrupted (it moves the lease to the head it met and
-// renames the upperdir before it saves the record), or a switch whose
-// record could not be saved (switchOverlay), whose old upperdir was then
-// removed.
+// rebase a crash interrupted once it had renamed the upperdir (it moves
+// the lease to the head it met, rewrites the upperdir and renames it
+// before it saves the record; interrupted before the rename, it is
+// undone: undoInterruptedRebase), or a switch whose record could not be
+// saved (switchOverlay), whose old upperdir was then removed.
 func (w *workspace) adoptMovedUpper() error {
 	next := w.dir("upper-" + strconv.Itoa(w.rec.Gen+1))
 	if _, err := os.Stat(w.upper()); err == nil {
