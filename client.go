@@ -22,15 +22,6 @@ type Client struct {
 	http   *http.Client
 }
 
-// APIError is a failed daemon request.
-type APIError struct {
-	Status int
-	Code   string // one of the api.Code* values
-	Msg    string
-}
-
-func (e *APIError) Error() string { return fmt.Sprintf("daemon: %s (%s)", e.Msg, e.Code) }
-
 // Dial returns a Client for the daemon listening on socket. It connects
 // lazily, at the first request, and keeps its connections for the next.
 func Dial(socket string) *Client {

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"math/rand"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/layerfs/layerfs"
 	"github.com/layerfs/layerfs/api"
 )
 
@@ -310,5 +312,43 @@ func TestWSCommandAgainstDaemon(t *testing.T) {
 	p.stop(t)
 	if out := runLayerfs(t, "log", "--store", storePath, "main"); !strings.Contains(out, "from the cli") {
 		t.Errorf("layerfs log:\n%s", out)
+	}
+}
+
+// TestSDKErrorsAreSentinels: what a daemon refuses comes back to the Go
+// client as an APIError that errors.Is matches against the SDK's
+// sentinels: an unknown Workspace or branch, a dirty end, a missing
+// program.
+func TestSDKErrorsAreSentinels(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, map[string]string{"a.txt": "a\n"})
+	p := startDaemonProc(t, initStore(t, src), filepath.Join(t.TempDir(), "state"))
+	c, ctx := p.client, context.Background()
+	if _, err := c.Inspect(ctx, "ws-000000000000"); !errors.Is(err, layerfs.ErrNotFound) {
+		t.Errorf("inspect of an unknown Workspace: %v, want ErrNotFound", err)
+	}
+	if _, err := c.Create(ctx, api.CreateRequest{Branch: "nope"}); !errors.Is(err, layerfs.ErrNotFound) {
+		t.Errorf("create of an unknown branch: %v, want ErrNotFound", err)
+	}
+	if _, err := c.Create(ctx, api.CreateRequest{Branch: "-bad"}); !errors.Is(err, layerfs.ErrBadRequest) {
+		t.Errorf("create of a bad branch name: %v, want ErrBadRequest", err)
+	}
+	w, err := c.Create(ctx, api.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Exec(ctx, w.ID, api.ExecRequest{Argv: []string{"no-such-program"}}); !errors.Is(err, layerfs.ErrCommandNotFound) {
+		t.Errorf("exec of a missing program: %v, want ErrCommandNotFound", err)
+	}
+	if _, err := c.Exec(ctx, w.ID, api.ExecRequest{Argv: []string{"touch", "b.txt"}}); err != nil {
+		t.Fatal(err)
+	}
+	err = c.End(ctx, w.ID, false)
+	var ae *layerfs.APIError
+	if !errors.Is(err, layerfs.ErrUncommitted) || !errors.As(err, &ae) || ae.Code != api.CodeDirty {
+		t.Errorf("end with uncommitted changes: %v, want ErrUncommitted and an APIError", err)
+	}
+	if err := c.End(ctx, w.ID, true); err != nil {
+		t.Error(err)
 	}
 }
