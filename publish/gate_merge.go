@@ -62,8 +62,9 @@ type reconciled struct {
 }
 
 // reconcile compares every touched path at base and head. Paths head left
-// alone, or changed the same way, pass; .lww paths go to the newer side;
-// text both sides edited is merged line by line; the rest conflicts.
+// alone pass; those it changed the same way keep head's entry; .lww paths
+// go to the newer side; text both sides edited is merged line by line;
+// the rest conflicts.
 func (g *gate) reconcile(base, head object.ID) (*reconciled, error) {
 	bc, err := g.s.Commit(base)
 	if err != nil {
@@ -133,8 +134,13 @@ func (g *gate) reconcileOne(r *reconciled, c *Change, baseTree object.ID, hc *st
 	}
 	fb, fh, fo := fpOrZero(be), fpOrZero(he), fpOrZero(c.Entry)
 	switch {
-	case fb == fh, fo == fh:
-		return true, nil // head left it alone, or made the same change
+	case fb == fh:
+		return true, nil // head left it alone
+	case fo == fh:
+		// Head made the same change: its entry stands as it is, mtime and
+		// owner included. Ours, landed, was a change of mtime alone,
+		// which a diff listed as modified with nothing to show.
+		return false, nil
 	case g.cs.StaysRemoved(c, be, he):
 		return false, nil
 	case metaOnly(c) && (he == nil || he.Type == store.TypeDir):

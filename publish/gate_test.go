@@ -348,3 +348,92 @@ func TestGateNewlyIgnoredPathsAreValidated(t *testing.T) {
 		t.Fatalf("ours over a newly ignored, removed path: %s %v; want a conflict", res.Status, res.Paths)
 	}
 }
+
+// TestGateSameChangeKeepsHeadsEntry: a path ours changed exactly as head
+// did (content and mode; the mtime differs) keeps head's entry: the
+// Commit changes only the other paths, and a change that only repeats
+// head's is up to date. Ours' entry landed, a change of mtime alone
+// that diffs listed as modified with nothing to show.
+func TestGateSameChangeKeepsHeadsEntry(t *testing.T) {
+	r := newRepo(t, map[string]string{"a": "1\n", "b": "2\n"})
+	base := r.head()
+	r.publish(base, "operation:head", 20, map[string]string{"a": "same\n"}, nil)
+	head := r.head()
+	res := r.publish(base, "operation:ours", 30, map[string]string{"a": "same\n", "b": "3\n"}, nil)
+	if res.Status != Committed {
+		t.Fatalf("ours: %s %v", res.Status, res.Paths)
+	}
+	if got := changedPaths(t, r.s, head, r.head()); got != "b" {
+		t.Errorf("the Commit changes %q, want b alone", got)
+	}
+	if e := r.entry("a"); e.MTime != 20 {
+		t.Errorf("a's mtime %d, want head's 20", e.MTime)
+	}
+	head = r.head()
+	if res := r.publish(base, "operation:again", 40, map[string]string{"a": "same\n"}, nil); res.Status != UpToDate || r.head() != head {
+		t.Errorf("a change that repeats head's: %s, head moved %v", res.Status, r.head() != head)
+	}
+}
+
+// TestMergeBranchesSameChange: a branch merge where both branches made
+// the same edit lists only what the merged branch alone changed.
+func TestMergeBranchesSameChange(t *testing.T) {
+	r := newRepo(t, map[string]string{"a": "1\n", "b": "2\n"})
+	if err := r.s.Update(func(tx *store.RefTx) error { return tx.CreateBranch("fork", r.head(), "test") }); err != nil {
+		t.Fatal(err)
+	}
+	r.publish(r.head(), "operation:main", 20, map[string]string{"a": "same\n"}, nil)
+	st := r.s.NewStage()
+	cs := &Changeset{}
+	for p, data := range map[string]string{"a": "same\n", "b": "3\n"} {
+		f, err := extents.WriteBytes(st, []byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs.Changes = append(cs.Changes, Change{Path: p, Entry: &store.Entry{Type: store.TypeFile, Mode: 0o644, ID: f.ID, Size: f.Size, MTime: 30}})
+	}
+	if _, err := Publish(r.s, "fork", cs, st, Meta{Origin: "operation:fork", Message: "fork"}); err != nil {
+		t.Fatal(err)
+	}
+	before := r.head()
+	res, err := MergeBranches(r.s, "main", "fork", Meta{Origin: "operation:merge"})
+	if err != nil || res.Status != Committed || res.FastForward {
+		t.Fatalf("merge: %+v, %v", res, err)
+	}
+	if got := changedPaths(t, r.s, before, r.head()); got != "b" {
+		t.Errorf("the merge changes %q on main, want b alone", got)
+	}
+}
+
+// entry is path's entry at main's head.
+func (r *repo) entry(p string) store.Entry {
+	r.t.Helper()
+	c, _ := r.s.Commit(r.head())
+	e, err := r.s.Lookup(c.Tree, p)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return e
+}
+
+// changedPaths lists the paths that differ from commit a's tree to b's.
+func changedPaths(t *testing.T, s *store.Store, a, b object.ID) string {
+	t.Helper()
+	ac, err := s.Commit(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc, err := s.Commit(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffs, err := DiffTrees(s, ac.Tree, bc.Tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, d := range diffs {
+		paths = append(paths, d.Path)
+	}
+	return strings.Join(paths, " ")
+}
