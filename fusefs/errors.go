@@ -1,6 +1,11 @@
 package fusefs
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+)
 
 // Errors of mounting and unmounting. Errors met while serving become errno
 // values in errno.go instead.
@@ -17,3 +22,23 @@ var (
 	// ready; its own message follows.
 	ErrServerFailed = errors.New("mount server failed")
 )
+
+// InterruptedError is a mount command stopped by a signal before its
+// mount was ready. Nothing it started is left mounted.
+type InterruptedError struct {
+	Signal     os.Signal
+	Mountpoint string
+}
+
+func (e *InterruptedError) Error() string {
+	return fmt.Sprintf("mount at %s: interrupted (%s) before it was ready: nothing mounted", e.Mountpoint, e.Signal)
+}
+
+// ExitCode is what a shell reports for a command the signal ended: 128
+// plus its number.
+func (e *InterruptedError) ExitCode() int {
+	if sig, ok := e.Signal.(syscall.Signal); ok {
+		return 128 + int(sig)
+	}
+	return 1
+}

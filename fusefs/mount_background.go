@@ -1,6 +1,7 @@
 package fusefs
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/layerfs/layerfs/object"
+	"github.com/layerfs/layerfs/store"
 )
 
 // A background server is this executable started again with the same
@@ -27,8 +29,11 @@ const (
 	readyTimeout = time.Minute
 )
 
-// startBackground starts the server and waits for its report.
-func (req Request) startBackground() error {
+// startBackground starts the server and waits for its report. A signal
+// (sigs) before the report stops it: it is passed on to a server already
+// started, which unmounts what it mounted, and once that server is gone
+// startBackground returns an *InterruptedError.
+func (req Request) startBackground(sigs <-chan os.Signal) error {
 	// Refused here, what the server would refuse is an error of its kind,
 	// not a message the server wrote (a stale mount is the server's to
 	// detach).
@@ -43,6 +48,9 @@ func (req Request) startBackground() error {
 	commit, err := req.pin()
 	if err != nil {
 		return err
+	}
+	if sig := pending(sigs); sig != nil {
+		return &InterruptedError{Signal: sig, Mountpoint: req.Mountpoint}
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -67,7 +75,7 @@ func (req Request) startBackground() error {
 	if err != nil {
 		return fmt.Errorf("start mount server: %w", err)
 	}
-	return waitReady(cmd, r)
+	return waitReady(cmd, r, sigs, req.Mountpoint)
 }
 
 // backgroundStderr lets the server log to the caller's terminal, if it has
@@ -81,8 +89,11 @@ func backgroundStderr() io.Writer {
 }
 
 // waitReady reads the server's report. A server that exits without one
-// failed; its message, if any, says why.
-func waitReady(cmd *exec.Cmd, r io.Reader) error {
+// failed; its message, if any, says why, and the kind of error it was
+// (reportKinds) comes back as such. A signal before the report (sigs) is
+// passed on to the server, and waitReady returns an *InterruptedError once
+// the server is gone.
+func waitReady(cmd *exec.Cmd, r io.Reader, sigs <-chan os.Signal, mnt string) error {
 	msgs := make(chan string, 1)
 	go func() {
 		b, _ := io.ReadAll(r)
@@ -91,19 +102,108 @@ func waitReady(cmd *exec.Cmd, r io.Reader) error {
 	select {
 	case msg := <-msgs:
 		if msg == readyMessage {
+			if sig := pending(sigs); sig != nil {
+				return stopServer(cmd, sig, sigs, mnt) // ready, but too late
+			}
 			return cmd.Process.Release()
 		}
 		werr := cmd.Wait()
 		if msg == "" && werr != nil {
 			msg = werr.Error()
 		}
-		return fmt.Errorf("%w: %s", ErrServerFailed, strings.TrimSpace(msg))
+		return serverError(msg)
+	case sig := <-sigs:
+		return stopServer(cmd, sig, sigs, mnt)
 	case <-time.After(readyTimeout):
 		cmd.Process.Kill()
 		cmd.Wait()
 		return fmt.Errorf("%w: not ready after %s", ErrServerFailed, readyTimeout)
 	}
 }
+
+// stopServer passes sig on to the server, and each later signal too (a
+// second one makes it detach a busy mount without waiting), and waits for
+// it to exit. A server that had not yet caught signals dies of it before
+// it mounts anything; one that had unmounts what it mounted, as it does
+// for a signal while it serves.
+func stopServer(cmd *exec.Cmd, sig os.Signal, sigs <-chan os.Signal, mnt string) error {
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	for {
+		cmd.Process.Signal(sig)
+		select {
+		case <-exited:
+			return &InterruptedError{Signal: sig, Mountpoint: mnt}
+		case sig = <-sigs:
+		}
+	}
+}
+
+// pending returns a signal already caught on sigs, or nil.
+func pending(sigs <-chan os.Signal) os.Signal {
+	select {
+	case sig := <-sigs:
+		return sig
+	default:
+		return nil
+	}
+}
+
+// reportKinds are the errors a server's failed report names by kind, so
+// its caller returns an error of that kind: the loser of two mounts racing
+// for one mount point is ErrMounted, as a mount refused by the caller's
+// own checks is.
+var reportKinds = []struct {
+	name string
+	err  error
+}{
+	{"mounted", ErrMounted},
+	{"bad-option", ErrBadOption},
+	{"not-found", store.ErrNotFound},
+	{"bad-path", store.ErrBadPath},
+	{"unsupported", store.ErrUnsupported},
+	{"newer-format", store.ErrNewerFormat},
+	{"not-store", store.ErrNotStore},
+	{"corrupt", store.ErrCorrupt},
+}
+
+// kindPrefix starts a failed report that names its kind: the prefix, the
+// kind's name, a newline, then the message.
+const kindPrefix = "kind:"
+
+// report is what a server tells its caller of err: its kind, if it is one
+// of reportKinds, and its message.
+func report(err error) string {
+	for _, k := range reportKinds {
+		if errors.Is(err, k.err) {
+			return kindPrefix + k.name + "\n" + err.Error()
+		}
+	}
+	return err.Error()
+}
+
+// serverError is the error a server's failed report describes.
+func serverError(msg string) error {
+	if rest, ok := strings.CutPrefix(msg, kindPrefix); ok {
+		name, text, _ := strings.Cut(rest, "\n")
+		for _, k := range reportKinds {
+			if k.name == name {
+				return &reportedError{msg: strings.TrimSpace(text), kind: k.err}
+			}
+		}
+		msg = text
+	}
+	return fmt.Errorf("%w: %s", ErrServerFailed, strings.TrimSpace(msg))
+}
+
+// reportedError is an error a server reported, of a kind it named.
+type reportedError struct {
+	msg  string
+	kind error
+}
+
+func (e *reportedError) Error() string { return e.msg }
+func (e *reportedError) Unwrap() error { return e.kind }
 
 // backgroundChild returns the report pipe and pinned Commit when this
 // process is a background server, and clears them from the environment so
@@ -156,7 +256,7 @@ func notifyReady(f *os.File, err error) {
 	if err == nil {
 		f.WriteString(readyMessage)
 	} else {
-		f.WriteString(err.Error())
+		f.WriteString(report(err))
 	}
 	f.Close()
 }

@@ -33,16 +33,21 @@ type Request struct {
 
 // Run carries out a mount command. In the foreground it mounts, moves to
 // the root directory, serves until an unmount or a signal (see
-// ServeUntilSignal) and returns after unmounting. Otherwise it checks the Store and the ref, starts this
-// executable again with the same arguments as a background server, and
-// returns once that server's mount is ready, or with what stopped it.
+// ServeUntilSignal) and returns after unmounting. Otherwise it checks the
+// Store and the ref, starts this executable again with the same arguments
+// as a background server, and returns once that server's mount is ready,
+// or with what stopped it: a SIGINT, SIGTERM or SIGHUP before then stops
+// the server too, which unmounts what it mounted, and Run returns an
+// *InterruptedError.
 func Run(req Request) error {
-	ready, pinned := backgroundChild()
-	if ready == nil && !req.Foreground {
-		return req.startBackground()
-	}
+	// Signals are caught first: whenever one comes, what this command
+	// mounted is unmounted, or nothing is mounted at all.
 	sigs := notifySignals()
 	defer signal.Stop(sigs)
+	ready, pinned := backgroundChild()
+	if ready == nil && !req.Foreground {
+		return req.startBackground(sigs)
+	}
 	srv, closeAll, err := req.mount(pinned)
 	if err == nil {
 		// What the request names by relative paths is open or made

@@ -22,9 +22,18 @@ func (s *Server) ServeUntilSignal() error {
 // calls it before mounting, so a signal that comes as soon as the mount
 // is visible still unmounts it. Uncaught, SIGHUP — a foreground server's
 // terminal closing — killed the server and left its mount stale.
+//
+// A signal this process was started with ignored stays ignored, as
+// libfuse leaves it: nohup's SIGHUP, or the SIGINT a shell script's
+// background job ignores. Caught from here on, it was ignored only until
+// now, which made its effect depend on how soon after the start it came.
 func notifySignals() chan os.Signal {
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	for _, sig := range []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		if !signal.Ignored(sig) {
+			signal.Notify(sigs, sig)
+		}
+	}
 	return sigs
 }
 

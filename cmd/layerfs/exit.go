@@ -6,6 +6,7 @@ import (
 
 	"github.com/layerfs/layerfs"
 	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/fusefs"
 	"github.com/layerfs/layerfs/sessions"
 	"github.com/layerfs/layerfs/store"
 )
@@ -67,6 +68,10 @@ var (
 func exitCode(err error) int {
 	if err == nil {
 		return exitOK
+	}
+	var interrupted *fusefs.InterruptedError
+	if errors.As(err, &interrupted) {
+		return interrupted.ExitCode() // 128+N, as a shell reports a command a signal ended
 	}
 	var apiErr *layerfs.APIError
 	if errors.As(err, &apiErr) {

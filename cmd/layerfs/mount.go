@@ -27,9 +27,13 @@ ready; a background server keeps serving it until layerfs umount. With
 MOUNTPOINT/branches/<name> is a symlink to a branch's head, following it
 as it moves (checked at most every branch_timeout).
 
-A stale mount left at MOUNTPOINT by a server that died is cleaned first.
-With --foreground the server runs in this process and unmounts on SIGINT,
-SIGTERM or SIGHUP.
+A stale mount left at MOUNTPOINT by a server that died is cleaned first;
+a live one is refused (exit 4), also when two mounts race for the same
+MOUNTPOINT. With --foreground the server runs in this process and unmounts
+on SIGINT, SIGTERM or SIGHUP. Without it, such a signal before the mount
+is ready stops the server too: nothing stays mounted, and layerfs mount
+exits 128+N (130 for SIGINT). A signal ignored when layerfs mount starts
+(nohup's SIGHUP, a script's background job's SIGINT) stays ignored.
 
 -o takes mount options, comma-separated: cache_size=SIZE (chunk cache,
 default 128M), readahead=SIZE (0 turns it off; default 8M),
