@@ -287,6 +287,7 @@ func (d *Daemon) restore() error {
 			w.detach()
 			return fmt.Errorf("restore workspace %s: %w", rec.ID, err)
 		}
+		w.describe() // for List while a first commit holds it
 		d.ws[rec.ID] = w
 		d.log.Printf("restored workspace %s (branch %s, lease %.12s)", rec.ID, rec.Branch, rec.Lease)
 	}
@@ -562,7 +563,8 @@ func (d *Daemon) Health() api.Health {
 	return h
 }
 
-// List describes every Workspace, by id.
+// List describes every Workspace, by id, without waiting for a commit,
+// discard or end under way (see listed).
 func (d *Daemon) List() []api.Workspace {
 	d.mu.Lock()
 	ws := make([]*workspace, 0, len(d.ws))
@@ -572,7 +574,7 @@ func (d *Daemon) List() []api.Workspace {
 	d.mu.Unlock()
 	out := make([]api.Workspace, len(ws))
 	for i, w := range ws {
-		out[i] = w.describe()
+		out[i] = w.listed()
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out

@@ -43,6 +43,8 @@ type workspace struct {
 	// keptSeen is what the last commit's carry found of the directories
 	// it kept (keptScan), guarded by mu.
 	keptSeen map[string]seenDir
+	// described is the Workspace as describe last saw it (listed).
+	described atomic.Pointer[api.Workspace]
 }
 
 func (w *workspace) dir(parts ...string) string {
@@ -320,12 +322,36 @@ func (w *workspace) ended() error {
 func (w *workspace) describe() api.Workspace {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
+	return w.describeLocked()
+}
+
+// describeLocked describes the Workspace, under mu, and keeps the
+// description for listed.
+func (w *workspace) describeLocked() api.Workspace {
 	var unsettled []string
 	for _, u := range w.rec.Unsettled {
 		unsettled = append(unsettled, u.Path)
 	}
-	return api.Workspace{ID: w.rec.ID, Branch: w.rec.Branch, Lease: w.rec.Lease, Path: w.rec.Path,
+	d := api.Workspace{ID: w.rec.ID, Branch: w.rec.Branch, Lease: w.rec.Lease, Path: w.rec.Path,
 		HostPath: w.hostPath(), Created: w.rec.Created, Commits: w.rec.Commits, Unsettled: unsettled}
+	w.described.Store(&d)
+	return d
+}
+
+// listed describes the Workspace for List without waiting for it: while
+// a commit, discard or end holds it — a commit hashes what changed, which
+// can take a while — it is described as it was before that began, so
+// that a list answers at once, and a client can tell a busy daemon from
+// a wedged one by how soon it does.
+func (w *workspace) listed() api.Workspace {
+	if w.mu.TryRLock() {
+		defer w.mu.RUnlock()
+		return w.describeLocked()
+	}
+	if d := w.described.Load(); d != nil {
+		return *d
+	}
+	return w.describe()
 }
 
 // Inspect describes a Workspace with its uncommitted changed paths.

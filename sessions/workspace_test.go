@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/layerfs/layerfs/api"
 )
@@ -40,5 +41,35 @@ func TestCheckCreatePathKernelLimits(t *testing.T) {
 		if err := checkCreate(&req); err != nil {
 			t.Errorf("path %.40q: %v", p, err)
 		}
+	}
+}
+
+// TestListDoesNotWaitForACommit: List answers while a commit (or discard,
+// or end) holds a Workspace, describing it as it was before; it waited
+// for the commit to finish, which a client could not tell from a wedged
+// daemon.
+func TestListDoesNotWaitForACommit(t *testing.T) {
+	d := &Daemon{cfg: Config{StateDir: t.TempDir()}, ws: map[string]*workspace{}}
+	w := &workspace{d: d, rec: record{ID: "ws-000000000001", Branch: "main", Commits: 1}}
+	d.ws[w.rec.ID] = w
+	if got := d.List(); len(got) != 1 || got[0].Commits != 1 {
+		t.Fatalf("list: %+v", got)
+	}
+	w.mu.Lock() // a commit under way
+	w.rec.Commits = 2
+	listed := make(chan []api.Workspace, 1)
+	go func() { listed <- d.List() }()
+	select {
+	case got := <-listed:
+		if len(got) != 1 || got[0].ID != w.rec.ID || got[0].Commits != 1 {
+			t.Errorf("list during a commit: %+v, want the Workspace as before it", got)
+		}
+	case <-time.After(10 * time.Second):
+		w.mu.Unlock()
+		t.Fatal("list waited for the commit")
+	}
+	w.mu.Unlock()
+	if got := d.List(); len(got) != 1 || got[0].Commits != 2 {
+		t.Errorf("list after the commit: %+v", got)
 	}
 }
