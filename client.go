@@ -11,13 +11,31 @@ import (
 	"net/http"
 	"net/url"
 	"syscall"
+	"time"
 
 	"github.com/layerfs/layerfs/api"
 )
 
 // Client talks to a LayerFS daemon over its unix socket: Workspaces are the
 // one thing the SDK cannot do in-process.
+//
+// A call's context bounds it. Besides, a Client does not wait forever on
+// a daemon that took its request but does not answer (a wedged one): see
+// QuickTimeout and ProbeEvery, and ErrNoAnswer.
 type Client struct {
+	// QuickTimeout bounds Health and List, which a working daemon
+	// answers at once, when their context has no deadline of its own,
+	// and each health probe (ProbeEvery); DefaultQuickTimeout unless set.
+	// 0 or less: Health and List are not bounded.
+	QuickTimeout time.Duration
+	// ProbeEvery is how often a call that may legitimately run long —
+	// create, inspect, exec, commit, discard, end — asks the daemon's
+	// health while it waits, on a connection of its own; a probe that
+	// gets no answer within QuickTimeout fails the call with ErrNoAnswer.
+	// DefaultProbeEvery unless set; 0 or less: no probes, the call waits
+	// as long as its context lets it. Set both before the first call.
+	ProbeEvery time.Duration
+
 	socket string
 	http   *http.Client
 }
@@ -25,10 +43,20 @@ type Client struct {
 // Dial returns a Client for the daemon listening on socket. It connects
 // lazily, at the first request, and keeps its connections for the next.
 func Dial(socket string) *Client {
-	return &Client{socket: socket, http: &http.Client{Transport: &syncTransport{socket: socket}}}
+	return &Client{socket: socket, http: &http.Client{Transport: &syncTransport{socket: socket}},
+		QuickTimeout: DefaultQuickTimeout, ProbeEvery: DefaultProbeEvery}
 }
 
+// do makes a request whose answer may take long, watching the daemon
+// meanwhile (watch).
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	ctx, done := c.watch(ctx, method+" "+path)
+	defer done()
+	return noAnswer(ctx, c.request(ctx, method, path, in, out))
+}
+
+// request makes one request and decodes its answer into out.
+func (c *Client) request(ctx context.Context, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		data, err := json.Marshal(in)
@@ -96,7 +124,17 @@ func errorOf(resp *http.Response, data []byte) error {
 // Health asks whether the daemon is up.
 // An unhealthy daemon answers 503 with its Health (OK false, Problem
 // set) and an APIError (CodeUnhealthy) naming the problem.
+//
+// Without a deadline in ctx it waits at most QuickTimeout, then returns an
+// error matching ErrNoAnswer.
 func (c *Client) Health(ctx context.Context) (api.Health, error) {
+	ctx, cancel := c.quick(ctx, "GET /health")
+	defer cancel()
+	h, err := c.health(ctx)
+	return h, noAnswer(ctx, err)
+}
+
+func (c *Client) health(ctx context.Context) (api.Health, error) {
 	var h api.Health
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://layerfs/health", nil)
 	if err != nil {
@@ -127,10 +165,13 @@ func (c *Client) Create(ctx context.Context, req api.CreateRequest) (api.Workspa
 	return w, c.do(ctx, http.MethodPost, "/workspaces", req, &w)
 }
 
-// List describes every Workspace.
+// List describes every Workspace. Without a deadline in ctx it waits at
+// most QuickTimeout, then returns an error matching ErrNoAnswer.
 func (c *Client) List(ctx context.Context) ([]api.Workspace, error) {
+	ctx, cancel := c.quick(ctx, "GET /workspaces")
+	defer cancel()
 	var ws []api.Workspace
-	return ws, c.do(ctx, http.MethodGet, "/workspaces", nil, &ws)
+	return ws, noAnswer(ctx, c.request(ctx, http.MethodGet, "/workspaces", nil, &ws))
 }
 
 // Inspect describes one Workspace with its uncommitted changed paths.
@@ -151,11 +192,19 @@ func (c *Client) ExecStream(ctx context.Context, id string, req api.ExecRequest,
 	if fn == nil {
 		fn = func(api.ExecEvent) {}
 	}
+	path := "/workspaces/" + url.PathEscape(id) + "/exec"
+	ctx, done := c.watch(ctx, "POST "+path)
+	defer done()
+	res, err := c.execStream(ctx, path, req, fn)
+	return res, noAnswer(ctx, err)
+}
+
+func (c *Client) execStream(ctx context.Context, path string, req api.ExecRequest, fn func(api.ExecEvent)) (api.ExecResult, error) {
 	data, err := json.Marshal(req)
 	if err != nil {
 		return api.ExecResult{}, err
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://layerfs/workspaces/"+url.PathEscape(id)+"/exec?stream=1", bytes.NewReader(data))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://layerfs"+path+"?stream=1", bytes.NewReader(data))
 	if err != nil {
 		return api.ExecResult{}, err
 	}

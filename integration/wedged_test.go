@@ -3,8 +3,10 @@ package integration
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"log"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +19,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
+	"github.com/layerfs/layerfs"
+	"github.com/layerfs/layerfs/api"
 	"github.com/layerfs/layerfs/sessions"
 )
 
@@ -32,10 +36,15 @@ func (r *stuckRoot) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 }
 
 // wedgeMain plays a daemon about to wedge: it holds dir's daemon.lock,
-// serves a LayerFS-typed FUSE mount at dir/lower, and has a thread of its
-// own waiting in the kernel on a lookup there that its server took and
-// will never answer. Killed, such a process cannot finish dying.
+// listens on dir/daemon.sock (and never accepts), serves a LayerFS-typed
+// FUSE mount at dir/lower, and has a thread of its own waiting in the
+// kernel on a lookup there that its server took and will never answer.
+// Killed, such a process cannot finish dying, and its socket stays open.
 func wedgeMain(dir string) int {
+	if _, err := net.Listen("unix", filepath.Join(dir, "daemon.sock")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	lock, err := os.OpenFile(filepath.Join(dir, "daemon.lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err == nil {
 		err = unix.Flock(int(lock.Fd()), unix.LOCK_EX)
@@ -94,6 +103,16 @@ func TestRescueWedgedDaemon(t *testing.T) {
 		t.Skip("the killed process finished dying on its own: this kernel does not wedge so")
 	case <-time.After(time.Second):
 	}
+	// A client of the wedged daemon's socket, which takes connections
+	// and never answers, gives up and says so.
+	c := layerfs.Dial(filepath.Join(dir, "daemon.sock"))
+	c.QuickTimeout, c.ProbeEvery = 100*time.Millisecond, 50*time.Millisecond
+	if _, err := c.List(context.Background()); !errors.Is(err, layerfs.ErrNoAnswer) {
+		t.Errorf("list of the wedged daemon: %v, want ErrNoAnswer", err)
+	}
+	if _, err := c.Exec(context.Background(), "ws-000000000000", api.ExecRequest{Argv: []string{"true"}}); !errors.Is(err, layerfs.ErrNoAnswer) {
+		t.Errorf("exec on the wedged daemon: %v, want ErrNoAnswer", err)
+	}
 	if err := sessions.RescueWedged(dir, log.New(os.Stderr, "rescue: ", 0)); err != nil {
 		t.Fatal(err)
 	}
@@ -110,5 +129,35 @@ func TestRescueWedgedDaemon(t *testing.T) {
 	defer lock.Close()
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		t.Fatalf("the lock after the rescue: %v", err)
+	}
+}
+
+// TestClientWaitsForAWorkingDaemon: a command that runs through many of
+// the Client's health probes is waited for, whole and streamed: the
+// daemon answers its health while the command runs.
+func TestClientWaitsForAWorkingDaemon(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, map[string]string{"a.txt": "a\n"})
+	p := startDaemonProc(t, initStore(t, src), filepath.Join(t.TempDir(), "state"), "--volume=off")
+	c := layerfs.Dial(p.socket)
+	c.QuickTimeout, c.ProbeEvery = 2*time.Second, 10*time.Millisecond
+	ctx := context.Background()
+	w, err := c.Create(ctx, api.CreateRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Exec(ctx, w.ID, api.ExecRequest{Argv: []string{"sh", "-c", "sleep 0.3; echo done > b.txt; exit 3"}})
+	if err != nil || res.ExitCode != 3 {
+		t.Errorf("exec: %+v, %v", res, err)
+	}
+	res, err = c.ExecStream(ctx, w.ID, api.ExecRequest{Argv: []string{"sh", "-c", "sleep 0.3; echo out"}}, nil)
+	if err != nil || res.ExitCode != 0 {
+		t.Errorf("streamed exec: %+v, %v", res, err)
+	}
+	if cr, err := c.Commit(ctx, w.ID, api.CommitRequest{}); err != nil || cr.Status != api.StatusCommitted {
+		t.Errorf("commit: %+v, %v", cr, err)
+	}
+	if err := c.End(ctx, w.ID, false); err != nil {
+		t.Error(err)
 	}
 }

@@ -322,7 +322,7 @@ func TestWSCommandAgainstDaemon(t *testing.T) {
 func TestSDKErrorsAreSentinels(t *testing.T) {
 	src := t.TempDir()
 	writeTree(t, src, map[string]string{"a.txt": "a\n"})
-	p := startDaemonProc(t, initStore(t, src), filepath.Join(t.TempDir(), "state"))
+	p := startDaemonProc(t, initStore(t, src), filepath.Join(t.TempDir(), "state"), "--volume=off")
 	c, ctx := p.client, context.Background()
 	if _, err := c.Inspect(ctx, "ws-000000000000"); !errors.Is(err, layerfs.ErrNotFound) {
 		t.Errorf("inspect of an unknown Workspace: %v, want ErrNotFound", err)

@@ -46,7 +46,10 @@ func init() {
 		summary: "create, use, commit and end Workspaces (through the daemon)",
 		help: `Talks to the daemon on --socket (default $LAYERFS_SOCKET, else the daemon's
 default, /var/lib/layerfs/daemon.sock). Each subcommand takes only its own
-flags, shown below.
+flags, shown below. A daemon that takes a request and never answers (a
+wedged one) is given up on, naming the socket (exit 1): ls after 30 s, the
+others — which may run long — once a health check beside them gets no
+answer within 30 s.
 
   create [--branch B] [--path P]   a Workspace of branch B (default main), seen at P
                                    (default /workspace) by the commands run in it
