@@ -9,8 +9,9 @@ import (
 )
 
 // ServeUntilSignal serves until the mount is unmounted from outside or the
-// process gets SIGINT, SIGTERM or SIGHUP (its terminal closed), which
-// unmount it (lazily when it is in use). A second signal stops waiting: the mount is detached and the call
+// process gets SIGINT, SIGTERM or SIGHUP (its terminal closed) — one it
+// was not started ignoring — which unmount it (lazily when it is in use).
+// A second signal stops waiting: the mount is detached and the call
 // returns at once.
 func (s *Server) ServeUntilSignal() error {
 	sigs := notifySignals()
