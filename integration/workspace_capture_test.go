@@ -543,3 +543,50 @@ func TestWorkspaceConflictDropsRemovedDirs(t *testing.T) {
 		t.Fatal("main holds dir again")
 	}
 }
+
+// A FIFO or socket in place of a lower file or directory: the commit
+// removes what it replaced, as on any filesystem, and keeps the special
+// file in the Workspace; nothing is pending after. A discard drops such
+// a replacement like any other change: the lower entry shows again.
+func TestWorkspaceSpecialReplacesLower(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n", "d/x": "x\n", "e/y": "y\n"}, sessions.Config{})
+	w := d.create(t, "main")
+	d.sh(t, w.ID, "rm a.txt && mkfifo a.txt && rm -r d && mkfifo d && "+
+		`rm b.txt && { python3 -c 'import socket; socket.socket(socket.AF_UNIX).bind("b.txt")' 2>/dev/null || mkfifo b.txt; } && test -S b.txt`)
+	res := d.commit(t, w.ID, api.StatusCommitted)
+	want := []api.UncommittedPath{{Path: "a.txt", Why: api.UncommittedSpecial}, {Path: "b.txt", Why: api.UncommittedSpecial}, {Path: "d", Why: api.UncommittedSpecial}}
+	if !slices.Equal(res.Kept, want) {
+		t.Fatalf("kept %v, want %v", res.Kept, want)
+	}
+	head := exportRef(t, d.st, "main")
+	for _, p := range []string{"a.txt", "b.txt", "d"} {
+		if _, err := os.Lstat(filepath.Join(head, p)); err == nil {
+			t.Errorf("main still holds %s", p)
+		}
+	}
+	if out := d.sh(t, w.ID, "test -p a.txt && test -p d && test -S b.txt && cat e/y"); out != "y\n" {
+		t.Fatalf("after the commit the Workspace reads %q", out)
+	}
+	if ws, err := d.Inspect(w.ID); err != nil || len(ws.Pending) != 0 {
+		t.Fatalf("pending %v, %v", ws.Pending, err)
+	}
+
+	d.sh(t, w.ID, "rm -r e && mkfifo e && mkfifo new")
+	if ws, err := d.Inspect(w.ID); err != nil || !slices.Equal(ws.Pending, []string{"e"}) {
+		t.Fatalf("pending %v, %v; want [e]", ws.Pending, err)
+	}
+	dres, err := d.Discard(w.ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []api.UncommittedPath{{Path: "a.txt", Why: api.UncommittedSpecial}, {Path: "b.txt", Why: api.UncommittedSpecial},
+		{Path: "d", Why: api.UncommittedSpecial}, {Path: "new", Why: api.UncommittedSpecial}}; !slices.Equal(dres.Kept, want) {
+		t.Fatalf("discard kept %v, want %v", dres.Kept, want)
+	}
+	if out := d.sh(t, w.ID, "cat e/y && test -p new && echo ok"); out != "y\nok\n" {
+		t.Fatalf("after the discard the Workspace reads %q", out)
+	}
+	if ws, err := d.Inspect(w.ID); err != nil || len(ws.Pending) != 0 {
+		t.Fatalf("after the discard: pending %v, %v", ws.Pending, err)
+	}
+}

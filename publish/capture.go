@@ -112,7 +112,9 @@ func CaptureUpperDry(s *store.Store, u Upper) (*Capture, error) {
 
 // CaptureUncommitted finds only what a capture leaves out of a Commit —
 // its Ignored and Skipped paths — reading no file: it answers "what would
-// a discard keep?". Its Changes are partial and must not be published.
+// a discard keep?". A special file in place of a lower entry is not among
+// them: a commit takes that entry's removal, which a discard drops. Its
+// Changes are partial and must not be published.
 func CaptureUncommitted(s *store.Store, u Upper) (*Capture, error) {
 	return capture(s, u, nil, nil)
 }
@@ -228,8 +230,17 @@ func (cw *capturer) entry(abs, path, lowerPath string, lower *store.Entry) error
 	case unix.S_IFDIR:
 		return cw.directory(abs, path, lowerPath, e, lower)
 	}
+	// A FIFO, socket or device, which a Store does not hold: the
+	// Workspace keeps it. What it took the place of is gone, as on any
+	// filesystem: a commit that left the lower entry standing would keep
+	// a file the Workspace no longer has. For a discard
+	// (CaptureUncommitted) that removal is a change like any other, which
+	// it drops, special file and all, so the lower entry shows again.
+	if lower != nil && cw.content == nil {
+		return nil
+	}
 	cw.cap.Skipped = append(cw.cap.Skipped, path)
-	return nil
+	return cw.whiteout(path, lower)
 }
 
 func entryOf(name string, st *unix.Stat_t) store.Entry {

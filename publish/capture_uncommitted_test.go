@@ -49,3 +49,43 @@ func TestCaptureUncommitted(t *testing.T) {
 		t.Errorf("bytes hashed: capture %d, uncommitted %d; want some, none", full.BytesHashed, out.BytesHashed)
 	}
 }
+
+// A FIFO in place of a lower file or directory: a commit takes the lower
+// entry's removal and leaves the FIFO out (Skipped, for the Workspace to
+// keep); a discard drops both, since the removal is a change.
+func TestCaptureSpecialReplacesLower(t *testing.T) {
+	r := newRepo(t, map[string]string{"a.txt": "a\n", "d/x": "x\n", "b.txt": "b\n"})
+	dir := t.TempDir()
+	for _, p := range []string{"a.txt", "d", "new"} {
+		if err := unix.Mkfifo(filepath.Join(dir, p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := Upper{Dir: dir, Base: r.head()}
+	full, err := CaptureUpperDry(r.s, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deleted []string
+	for _, c := range full.Changes.Changes {
+		if c.Entry != nil {
+			t.Errorf("change %s puts an entry there: %+v", c.Path, c.Entry)
+		}
+		deleted = append(deleted, c.Path)
+	}
+	slices.Sort(deleted)
+	if want := []string{"a.txt", "d"}; !slices.Equal(deleted, want) {
+		t.Errorf("deleted %v, want %v", deleted, want)
+	}
+	slices.Sort(full.Skipped)
+	if want := []string{"a.txt", "d", "new"}; !slices.Equal(full.Skipped, want) {
+		t.Errorf("skipped %v, want %v", full.Skipped, want)
+	}
+	out, err := CaptureUncommitted(r.s, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"new"}; !slices.Equal(out.Skipped, want) {
+		t.Errorf("uncommitted: skipped %v, want %v", out.Skipped, want)
+	}
+}
