@@ -1,9 +1,11 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"github.com/layerfs/layerfs/api"
 	"github.com/layerfs/layerfs/publish"
 	"github.com/layerfs/layerfs/sessions"
+	"github.com/layerfs/layerfs/store"
 )
 
 // captureBase is the tree every capture case starts from. Every path in
@@ -588,5 +591,35 @@ func TestWorkspaceSpecialReplacesLower(t *testing.T) {
 	}
 	if ws, err := d.Inspect(w.ID); err != nil || len(ws.Pending) != 0 {
 		t.Fatalf("after the discard: pending %v, %v", ws.Pending, err)
+	}
+}
+
+// A path of up to 4095 bytes (Linux's PATH_MAX less one) is a path a
+// Workspace can commit, though the upperdir's own path in front of it
+// makes the whole longer than PATH_MAX; a longer one is refused as a bad
+// path, naming it, and nothing lands.
+func TestWorkspaceCommitLongPaths(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
+	w := d.create(t, "main")
+	name := strings.Repeat("n", 200)
+	dir := "long" + strings.Repeat("/"+name, 20) // 4 + 20*201 = 4024 bytes
+	file := dir + "/" + strings.Repeat("f", 4095-len(dir)-1)
+	d.sh(t, w.ID, fmt.Sprintf("mkdir -p %s && cd %s && echo deep > %s && ln -s %s link", dir, dir, path.Base(file), path.Base(file)))
+	d.commit(t, w.ID, api.StatusCommitted)
+	if got := d.read(t, "main", file); got != "deep\n" {
+		t.Fatalf("main:%.20s... reads %q", file, got)
+	}
+	if got := d.read(t, "main", dir+"/link"); got != path.Base(file) {
+		t.Fatalf("the link reads %.20q...", got)
+	}
+	head := d.head(t)
+
+	d.sh(t, w.ID, fmt.Sprintf("cd %s && mkdir %s && echo x > %s/x", dir, name, name))
+	_, err := d.Commit(w.ID, api.CommitRequest{})
+	if !errors.Is(err, store.ErrBadPath) || !strings.Contains(err.Error(), fmt.Sprintf("%.40q", dir)[:40]) {
+		t.Fatalf("commit of a path over 4095 bytes: %v; want %v naming it", err, store.ErrBadPath)
+	}
+	if got := d.head(t); got != head {
+		t.Fatalf("head moved from %s to %s", head, got)
 	}
 }

@@ -133,7 +133,12 @@ func capture(s *store.Store, u Upper, content extents.Store, stage *store.Stage)
 	}
 	cw := &capturer{s: s, root: c.Tree, lowerDir: u.Lower, data: u.Data, content: content, ignore: u.Ignore,
 		cap: &Capture{Changes: &Changeset{Base: u.Base}, Content: stage}}
-	if err := cw.dir(u.Dir, "", "", c.Tree); err != nil {
+	root, err := os.Open(u.Dir)
+	if err == nil {
+		err = cw.dir(root, "", "", c.Tree)
+		root.Close()
+	}
+	if err != nil {
 		for _, c := range cw.cap.Clones {
 			if c.Later() {
 				c.Release()
@@ -162,10 +167,13 @@ func (cw *capturer) add(c Change) {
 	cw.cap.Changes.Changes = append(cw.cap.Changes.Changes, c)
 }
 
-// dir captures upper directory abs at path, which shows the lower tree
+// dir captures upper directory d at path, which shows the lower tree
 // found at lowerPath (zero: none; lowerPath differs from path below a
-// renamed directory).
-func (cw *capturer) dir(abs, path, lowerPath string, lower object.ID) error {
+// renamed directory). Entries are found relative to their directory's
+// descriptor, never by a path from the root: the upperdir's own path and
+// a path of up to 4095 bytes in it may together be longer than Linux's
+// PATH_MAX.
+func (cw *capturer) dir(d *os.File, path, lowerPath string, lower object.ID) error {
 	lt := &store.Tree{}
 	if !lower.IsZero() {
 		var err error
@@ -173,12 +181,7 @@ func (cw *capturer) dir(abs, path, lowerPath string, lower object.ID) error {
 			return err
 		}
 	}
-	f, err := os.Open(abs)
-	if err != nil {
-		return err
-	}
-	names, err := f.Readdirnames(-1)
-	f.Close()
+	names, err := d.Readdirnames(-1)
 	if err != nil {
 		return err
 	}
@@ -187,17 +190,18 @@ func (cw *capturer) dir(abs, path, lowerPath string, lower object.ID) error {
 		if e, ok := lt.Lookup(name); ok {
 			le = e
 		}
-		if err := cw.entry(filepath.Join(abs, name), joinPath(path, name), joinPath(lowerPath, name), le); err != nil {
+		if err := cw.entry(d, joinPath(path, name), joinPath(lowerPath, name), le); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (cw *capturer) entry(abs, path, lowerPath string, lower *store.Entry) error {
+// entry captures the entry at path in upper directory parent.
+func (cw *capturer) entry(parent *os.File, path, lowerPath string, lower *store.Entry) error {
 	name := lastName(path)
 	var st unix.Stat_t
-	if err := unix.Lstat(abs, &st); err != nil {
+	if err := unix.Fstatat(int(parent.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return fmt.Errorf("lstat %s: %w", path, err)
 	}
 	if err := store.CheckName(name); err != nil {
@@ -217,18 +221,28 @@ func (cw *capturer) entry(abs, path, lowerPath string, lower *store.Entry) error
 			return cw.whiteout(path, lower)
 		}
 	case unix.S_IFREG:
+		f, err := openIn(parent, name, 0)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
 		if st.Size == 0 {
-			if w, err := ovl.Has(abs, ovl.Whiteout); err != nil {
+			if w, err := ovl.FHas(int(f.Fd()), path, ovl.Whiteout); err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			} else if w {
 				return cw.whiteout(path, lower)
 			}
 		}
-		return cw.file(abs, path, lowerPath, e, lower)
+		return cw.file(f, path, lowerPath, e, lower)
 	case unix.S_IFLNK:
-		return cw.symlink(abs, path, e, lower)
+		return cw.symlink(parent, path, e, lower)
 	case unix.S_IFDIR:
-		return cw.directory(abs, path, lowerPath, e, lower)
+		d, err := openIn(parent, name, unix.O_DIRECTORY)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		return cw.directory(d, path, lowerPath, e, lower)
 	}
 	// A FIFO, socket or device, which a Store does not hold: the
 	// Workspace keeps it. What it took the place of is gone, as on any
@@ -243,6 +257,17 @@ func (cw *capturer) entry(abs, path, lowerPath string, lower *store.Entry) error
 	return cw.whiteout(path, lower)
 }
 
+// openIn opens name in directory dir for reading, without following a
+// symlink.
+func openIn(dir *os.File, name string, flags int) (*os.File, error) {
+	full := filepath.Join(dir.Name(), name)
+	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|flags, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: full, Err: err}
+	}
+	return os.NewFile(uintptr(fd), full), nil
+}
+
 func entryOf(name string, st *unix.Stat_t) store.Entry {
 	return store.Entry{Name: name, Mode: st.Mode & 07777, UID: st.Uid, GID: st.Gid, MTime: store.MTimeOf(st.Mtim)}
 }
@@ -254,23 +279,20 @@ func (cw *capturer) whiteout(path string, lower *store.Entry) error {
 	return nil
 }
 
-func (cw *capturer) file(abs, path, lowerPath string, e store.Entry, lower *store.Entry) error {
+// file captures upper file f at path.
+func (cw *capturer) file(f *os.File, path, lowerPath string, e store.Entry, lower *store.Entry) error {
 	e.Type = store.TypeFile
-	if meta, err := ovl.Has(abs, ovl.Metacopy); err != nil {
+	if meta, err := ovl.FHas(int(f.Fd()), path, ovl.Metacopy); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	} else if meta {
-		return cw.metacopy(abs, path, lowerPath, e, lower)
+		return cw.metacopy(f, path, lowerPath, e, lower)
 	}
-	f, err := os.Open(abs)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return err
 	}
 	var content extents.File
+	var err error
 	if cw.data != nil && cw.cap.Content != nil && lower != nil && lower.Type == store.TypeFile && st.Size >= DataFileMin {
 		content, err = cw.cloned(f, st.Size, lowerPath, &e, lower)
 	} else {
@@ -373,10 +395,10 @@ func (cw *capturer) fileContent(f *os.File, size int64, lowerPath string, e, low
 // metacopy captures a file overlayfs copied up metadata only (metacopy=on:
 // a chmod, a rename, a hard link): its content is its lower version's, at
 // its own lower path or, renamed or linked, where its redirect says.
-func (cw *capturer) metacopy(abs, path, lowerPath string, e store.Entry, lower *store.Entry) error {
+func (cw *capturer) metacopy(f *os.File, path, lowerPath string, e store.Entry, lower *store.Entry) error {
 	cw.cap.Metacopy = append(cw.cap.Metacopy, path)
 	from := lowerPath
-	redirect, err := ovl.Get(abs, ovl.Redirect)
+	redirect, err := ovl.FGet(int(f.Fd()), path, ovl.Redirect)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -528,10 +550,11 @@ func (cw *capturer) hash(r io.Reader) (object.ID, int64, error) {
 	return f.ID, f.Size, err
 }
 
-func (cw *capturer) symlink(abs, path string, e store.Entry, lower *store.Entry) error {
-	target, err := os.Readlink(abs)
+// symlink captures the symlink at path in upper directory parent.
+func (cw *capturer) symlink(parent *os.File, path string, e store.Entry, lower *store.Entry) error {
+	target, err := readlinkIn(parent, lastName(path))
 	if err != nil {
-		return err
+		return fmt.Errorf("readlink %s: %w", path, err)
 	}
 	e.Type, e.Target, e.Size = store.TypeSymlink, target, int64(len(target))
 	if lower != nil && lower.Type == store.TypeSymlink && lower.Target == target && sameMeta(lower, &e) {
@@ -542,48 +565,63 @@ func (cw *capturer) symlink(abs, path string, e store.Entry, lower *store.Entry)
 	return nil
 }
 
-func (cw *capturer) directory(abs, path, lowerPath string, e store.Entry, lower *store.Entry) error {
+// directory captures upper directory d at path.
+func (cw *capturer) directory(d *os.File, path, lowerPath string, e store.Entry, lower *store.Entry) error {
 	e.Type = store.TypeDir
-	redirect, err := ovl.Get(abs, ovl.Redirect)
+	redirect, err := ovl.FGet(int(d.Fd()), path, ovl.Redirect)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	if redirect != "" {
-		return cw.redirected(abs, path, lowerPath, e, redirect)
+		return cw.redirected(d, path, lowerPath, e, redirect)
 	}
-	opaqueX, err := ovl.Get(abs, ovl.Opaque)
+	opaqueX, err := ovl.FGet(int(d.Fd()), path, ovl.Opaque)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	opaque := opaqueX == "y"
 	if lower == nil || lower.Type != store.TypeDir || opaque {
 		cw.add(Change{Path: path, Entry: &e, Opaque: lower != nil})
-		return cw.dir(abs, path, "", object.Zero)
+		return cw.dir(d, path, "", object.Zero)
 	}
 	if e.Mode != lower.Mode || e.UID != lower.UID || e.GID != lower.GID || e.MTime != lower.MTime {
 		cw.add(Change{Path: path, Entry: &e}) // its own metadata; children as they are
 	}
-	return cw.dir(abs, path, lowerPath, lower.ID)
+	return cw.dir(d, path, lowerPath, lower.ID)
 }
 
 // redirected captures a directory renamed from another lower path: it
 // holds that directory's tree, with this upper directory's changes on top.
 // An absolute redirect names the lower path from the root; a relative one
 // a sibling in the lower parent.
-func (cw *capturer) redirected(abs, path, lowerPath string, e store.Entry, redirect string) error {
+func (cw *capturer) redirected(d *os.File, path, lowerPath string, e store.Entry, redirect string) error {
 	from := redirectSource(lowerPath, redirect)
 	src, err := cw.s.Lookup(cw.root, from)
 	if cw.content == nil && (errors.Is(err, store.ErrNotFound) || err == nil && src.Type != store.TypeDir) {
 		// CaptureUncommitted: what lies below is all that matters, and
 		// an answer beats an error (a discard asks it).
-		return cw.dir(abs, path, "", object.Zero)
+		return cw.dir(d, path, "", object.Zero)
 	}
 	if err != nil || src.Type != store.TypeDir {
 		return fmt.Errorf("%s: renamed from %s, which the lower layer lacks: %w", path, from, errors.Join(err, store.ErrCorrupt))
 	}
 	e.ID = src.ID
 	cw.add(Change{Path: path, Entry: &e, From: from})
-	return cw.dir(abs, path, from, src.ID)
+	return cw.dir(d, path, from, src.ID)
+}
+
+// readlinkIn reads the target of symlink name in directory dir.
+func readlinkIn(dir *os.File, name string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(int(dir.Fd()), name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
 }
 
 // redirectSource is the lower path an overlayfs redirect names for an

@@ -45,3 +45,28 @@ func Has(path, name string) (bool, error) {
 	}
 	return true, nil
 }
+
+// FGet is Get of the file open as fd; name, for errors, is its path.
+func FGet(fd int, name, attr string) (string, error) {
+	buf := make([]byte, 4096)
+	n, err := unix.Fgetxattr(fd, attr, buf)
+	if errors.Is(err, unix.ENODATA) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read %s of %s: %w", attr, name, err)
+	}
+	return string(buf[:n]), nil
+}
+
+// FHas is Has of the file open as fd; name, for errors, is its path.
+func FHas(fd int, name, attr string) (bool, error) {
+	_, err := unix.Fgetxattr(fd, attr, nil)
+	if errors.Is(err, unix.ENODATA) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s of %s: %w", attr, name, err)
+	}
+	return true, nil
+}

@@ -33,6 +33,23 @@ func TestGetHas(t *testing.T) {
 	if has, err := Has(p, "user.layerfs.none"); has || err != nil {
 		t.Fatalf("Has of a missing attribute = %v, %v", has, err)
 	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if v, err := FGet(int(f.Fd()), p, name); v != "y" || err != nil {
+		t.Fatalf("FGet = %q, %v", v, err)
+	}
+	if has, err := FHas(int(f.Fd()), p, name); !has || err != nil {
+		t.Fatalf("FHas = %v, %v", has, err)
+	}
+	if v, err := FGet(int(f.Fd()), p, "user.layerfs.none"); v != "" || err != nil {
+		t.Fatalf("FGet of a missing attribute = %q, %v", v, err)
+	}
+	if has, err := FHas(int(f.Fd()), p, "user.layerfs.none"); has || err != nil {
+		t.Fatalf("FHas of a missing attribute = %v, %v", has, err)
+	}
 	gone := filepath.Join(dir, "gone")
 	if _, err := Has(gone, name); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Has of a missing file: %v", err)
