@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"os"
 	"sort"
 	"strings"
@@ -184,4 +185,28 @@ func TestWorkspaceNamespaceFollowsHostMounts(t *testing.T) {
 	sees(true)
 	unmount()
 	sees(false)
+}
+
+// TestWorkspaceUmask: commands run with umask 022, and the Workspace's
+// root is 0755, whatever umask the daemon was started with: under 077
+// every file a command wrote was 0600, and was committed so.
+func TestWorkspaceUmask(t *testing.T) {
+	src := t.TempDir()
+	writeTree(t, src, map[string]string{"a.txt": "a\n"})
+	old := syscall.Umask(0o077)
+	t.Cleanup(func() { syscall.Umask(old) })
+	d := startDaemonFrom(t, src, sessions.Config{})
+	w := d.create(t, "main")
+	const script = "umask && echo x > f && mkdir nd && stat -c %a . f nd"
+	if out := d.sh(t, w.ID, script); out != "0022\n755\n644\n755\n" {
+		t.Fatalf("umask, modes: %q", out)
+	}
+	res, err := d.Exec(context.Background(), w.ID, api.ExecRequest{Argv: []string{"sh", "-c", "umask && echo y > g && stat -c %a g"}, IsolateNetwork: true}, nil)
+	if err != nil || res.Stdout != "0022\n644\n" {
+		t.Fatalf("with its own network: %q, %v", res.Stdout, err)
+	}
+	d.commit(t, w.ID, api.StatusCommitted)
+	if out := d.sh(t, w.ID, "stat -c %a . f nd g"); out != "755\n644\n755\n644\n" {
+		t.Fatalf("after the commit: %q", out)
+	}
 }

@@ -76,6 +76,7 @@ func newMountNamespace(hide string) error {
 	if err := unix.Unshare(unix.CLONE_FS); err != nil {
 		return fmt.Errorf("unshare fs: %w", err)
 	}
+	commandUmask()
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("new mount namespace: %w", err)
 	}
@@ -85,6 +86,13 @@ func newMountNamespace(hide string) error {
 	return isolateNamespace(hide)
 }
 
+// commandUmask sets the umask of the calling thread, which no longer
+// shares its filesystem attributes with the daemon's others, to 022: the
+// umask of the commands it starts, whatever the daemon was started with
+// (a daemon started under umask 077 made every file its commands wrote
+// 0600, and so committed it), as a login shell and docker exec have it.
+func commandUmask() { unix.Umask(0o022) }
+
 // newNetNamespace moves the calling (locked) thread into the mount
 // namespace of thread tid of this process and a new network namespace with
 // loopback up.
@@ -92,6 +100,7 @@ func newNetNamespace(tid int) error {
 	if err := unix.Unshare(unix.CLONE_FS); err != nil {
 		return fmt.Errorf("unshare fs: %w", err)
 	}
+	commandUmask()
 	fd, err := unix.Open(fmt.Sprintf("/proc/self/task/%d/ns/mnt", tid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open the Workspace's mount namespace: %w", err)

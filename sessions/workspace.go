@@ -150,13 +150,25 @@ func newID() string {
 	return "ws-" + hex.EncodeToString(b[:])
 }
 
-// setup makes the directories, takes a holder, shows the overlay and
-// records the Workspace.
-func (w *workspace) setup() error {
-	for _, p := range []string{w.upper(), w.work(), w.hostPath()} {
+// makeDirs makes directories of mode 0755, whatever the daemon's umask:
+// an upperdir's mode is its Workspace's root's.
+func makeDirs(paths ...string) error {
+	for _, p := range paths {
 		if err := os.MkdirAll(p, 0o755); err != nil {
 			return err
 		}
+		if err := os.Chmod(p, 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setup makes the directories, takes a holder, shows the overlay and
+// records the Workspace.
+func (w *workspace) setup() error {
+	if err := makeDirs(w.upper(), w.work(), w.hostPath()); err != nil {
+		return err
 	}
 	h, err := w.d.holders.get()
 	if err != nil {

@@ -151,12 +151,7 @@ func (w *workspace) freshDirs(upper, work string) error {
 	} else {
 		os.Remove(upper) // an empty one
 	}
-	for _, p := range []string{upper, work} {
-		if err := os.MkdirAll(p, 0o755); err != nil {
-			return err
-		}
-	}
-	return nil
+	return makeDirs(upper, work)
 }
 
 // genDirs are the upper and work directories of generation gen.

@@ -169,11 +169,9 @@ func (s *spares) run(m *making) {
 func (s *spares) make() (*spare, error) {
 	w := &workspace{d: s.d, rec: record{ID: newID(), Path: api.DefaultPath}}
 	sp := &spare{w: w, slotView: slotView{mfd: -1}}
-	for _, p := range []string{w.upper(), w.work(), w.hostPath()} {
-		if err := os.MkdirAll(p, 0o755); err != nil {
-			sp.discard()
-			return nil, err
-		}
+	if err := makeDirs(w.upper(), w.work(), w.hostPath()); err != nil {
+		sp.discard()
+		return nil, err
 	}
 	err := os.WriteFile(filepath.Join(w.dir(), spareMarker), nil, 0o600)
 	if err == nil {
