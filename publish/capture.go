@@ -202,7 +202,7 @@ func (cw *capturer) entry(parent *os.File, path, lowerPath string, lower *store.
 	name := lastName(path)
 	var st unix.Stat_t
 	if err := unix.Fstatat(int(parent.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return fmt.Errorf("lstat %s: %w", path, err)
+		return vanished(fmt.Errorf("lstat %s: %w", path, err))
 	}
 	if err := store.CheckName(name); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -223,7 +223,7 @@ func (cw *capturer) entry(parent *os.File, path, lowerPath string, lower *store.
 	case unix.S_IFREG:
 		f, err := openIn(parent, name, 0)
 		if err != nil {
-			return err
+			return vanished(err)
 		}
 		defer f.Close()
 		if st.Size == 0 {
@@ -239,7 +239,7 @@ func (cw *capturer) entry(parent *os.File, path, lowerPath string, lower *store.
 	case unix.S_IFDIR:
 		d, err := openIn(parent, name, unix.O_DIRECTORY)
 		if err != nil {
-			return err
+			return vanished(err)
 		}
 		defer d.Close()
 		return cw.directory(d, path, lowerPath, e, lower)
@@ -255,6 +255,17 @@ func (cw *capturer) entry(parent *os.File, path, lowerPath string, lower *store.
 	}
 	cw.cap.Skipped = append(cw.cap.Skipped, path)
 	return cw.whiteout(path, lower)
+}
+
+// vanished drops err if it says an entry is gone since its directory was
+// read — a file a command or an editor made and removed meanwhile, such
+// as a temporary file renamed into place: there is nothing to take. (One
+// that replaced a lower entry leaves a whiteout behind, which is taken.)
+func vanished(err error) error {
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	return err
 }
 
 // openIn opens name in directory dir for reading, without following a
@@ -554,7 +565,7 @@ func (cw *capturer) hash(r io.Reader) (object.ID, int64, error) {
 func (cw *capturer) symlink(parent *os.File, path string, e store.Entry, lower *store.Entry) error {
 	target, err := readlinkIn(parent, lastName(path))
 	if err != nil {
-		return fmt.Errorf("readlink %s: %w", path, err)
+		return vanished(fmt.Errorf("readlink %s: %w", path, err))
 	}
 	e.Type, e.Target, e.Size = store.TypeSymlink, target, int64(len(target))
 	if lower != nil && lower.Type == store.TypeSymlink && lower.Target == target && sameMeta(lower, &e) {

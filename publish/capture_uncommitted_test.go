@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/layerfs/layerfs/store"
 )
 
 // CaptureUncommitted finds what CaptureUpper leaves out — ignored paths
@@ -87,5 +89,39 @@ func TestCaptureSpecialReplacesLower(t *testing.T) {
 	}
 	if want := []string{"new"}; !slices.Equal(out.Skipped, want) {
 		t.Errorf("uncommitted: skipped %v, want %v", out.Skipped, want)
+	}
+}
+
+// An entry gone between the read of its directory and its lstat or open
+// (a file a command or an editor made and removed meanwhile) is not
+// there to take: capture goes on without it, rather than fail the commit.
+func TestCaptureEntryVanished(t *testing.T) {
+	r := newRepo(t, map[string]string{"a.txt": "a\n"})
+	dir := t.TempDir()
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	c, err := r.s.Commit(r.head())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lower, err := r.s.Lookup(c.Tree, "a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cw := &capturer{s: r.s, root: c.Tree, content: hashOnly{r.s}, cap: &Capture{Changes: &Changeset{Base: r.head()}}}
+	for _, p := range []string{"gone", "a.txt"} {
+		var le *store.Entry
+		if p == "a.txt" {
+			le = &lower
+		}
+		if err := cw.entry(d, p, p, le); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	if len(cw.cap.Changes.Changes) != 0 {
+		t.Errorf("changes %+v, want none", cw.cap.Changes.Changes)
 	}
 }
