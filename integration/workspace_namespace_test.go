@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -208,5 +209,44 @@ func TestWorkspaceUmask(t *testing.T) {
 	d.commit(t, w.ID, api.StatusCommitted)
 	if out := d.sh(t, w.ID, "stat -c %a . f nd g"); out != "755\n644\n755\n644\n" {
 		t.Fatalf("after the commit: %q", out)
+	}
+}
+
+// TestWorkspacePathRemovedOnHost: the directory a Workspace's view is
+// attached over in its namespace is the host's; removing it on the host
+// detaches the view. The next command finds the Workspace there again —
+// it found no directory, or once one was made again the host's, and
+// what it wrote there no commit took.
+func TestWorkspacePathRemovedOnHost(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{})
+	p := filepath.Join(t.TempDir(), "ws")
+	w, err := d.Create(api.CreateRequest{Branch: "main", Path: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := d.sh(t, w.ID, "cat a.txt"); out != "a\n" {
+		t.Fatalf("reads %q", out)
+	}
+	if err := os.Remove(p); err != nil { // empty on the host
+		t.Fatal(err)
+	}
+	if out := d.sh(t, w.ID, "cat a.txt && echo b > b.txt"); out != "a\n" {
+		t.Fatalf("after the removal: %q", out)
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(p, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out := d.sh(t, w.ID, "cat a.txt b.txt && echo c > c.txt"); out != "a\nb\n" {
+		t.Fatalf("after the removal and a new directory: %q", out)
+	}
+	if names, _ := os.ReadDir(p); len(names) != 0 {
+		t.Fatalf("the host's directory holds %v", names)
+	}
+	d.commit(t, w.ID, api.StatusCommitted)
+	if got := d.read(t, "main", "b.txt") + d.read(t, "main", "c.txt"); got != "b\nc\n" {
+		t.Fatalf("main reads %q", got)
 	}
 }

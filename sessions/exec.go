@@ -239,13 +239,27 @@ var (
 
 // start starts the command from inside the Workspace's namespace, under
 // the read lock, so a commit cannot swap the view while it starts. Its
-// stdout and stderr are pipes being read into out.
+// stdout and stderr are pipes being read into out. If the Workspace's
+// path there no longer shows its view (exec_view.go), it attaches the
+// view again first.
 func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPipe, error) {
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	if w.holder == nil {
 		return nil, nil, fmt.Errorf("workspace %s: %w", w.rec.ID, ErrNotFound)
 	}
+	cmd, pipes, err := w.startOnce(req, out)
+	if err == errViewGone {
+		if err := w.reattach(); err != nil {
+			return nil, nil, fmt.Errorf("workspace %s: %w: %w", w.rec.ID, errViewGone, err)
+		}
+		cmd, pipes, err = w.startOnce(req, out)
+	}
+	return cmd, pipes, err
+}
+
+// startOnce is start's attempt. Callers hold w.mu for reading.
+func (w *workspace) startOnce(req api.ExecRequest, out *output) (*exec.Cmd, []*outPipe, error) {
 	dir, beneath := w.rec.Path, ""
 	if req.Cwd != "" {
 		dir = req.Cwd
@@ -270,9 +284,13 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 		stdout.w.Close()
 		return nil, nil, err
 	}
+	view := w.viewID()
 	cgroup := w.d.reaper.track(w.holder.ns)
 	var cmd *exec.Cmd
 	err = w.holder.inNamespace(req.IsolateNetwork, func() error {
+		if !view.shownAt(w.rec.Path) {
+			return errViewGone
+		}
 		// Else the start fails naming the program, not the directory.
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return errCwdMissing
@@ -324,6 +342,9 @@ func (w *workspace) start(req api.ExecRequest, out *output) (*exec.Cmd, []*outPi
 	if err != nil {
 		stdout.r.Close()
 		stderr.r.Close()
+		if err == errViewGone {
+			return nil, nil, err
+		}
 		if err == errCwdMissing {
 			return nil, nil, notFound("cwd " + dir + ": no such directory")
 		}
