@@ -43,6 +43,16 @@ func lsMode(t store.EntryType, mode uint32) string {
 // (layerfs.QuotePath).
 func quoteName(s string) string { return layerfs.QuotePath(s) }
 
+// quoteNames joins paths with sep, each as quoteName prints it: a name
+// holding a newline does not break the line it is listed on.
+func quoteNames(paths []string, sep string) string {
+	q := make([]string, len(paths))
+	for i, p := range paths {
+		q[i] = quoteName(p)
+	}
+	return strings.Join(q, sep)
+}
+
 // firstLine is a message's first line, marked when there is more.
 func firstLine(msg string) string {
 	if line, _, more := strings.Cut(msg, "\n"); more {

@@ -216,10 +216,10 @@ func printWorkspace(c *cli, w api.Workspace) {
 	fmt.Fprintf(c.out, "id       %s\nbranch   %s\nlease    %s\npath     %s\nhost     %s\ncommits  %d\n",
 		w.ID, w.Branch, w.Lease, w.Path, w.HostPath, w.Commits)
 	for _, p := range w.Pending {
-		fmt.Fprintf(c.out, "pending  %s\n", p)
+		fmt.Fprintf(c.out, "pending  %s\n", quoteName(p))
 	}
 	for _, p := range w.Unsettled {
-		fmt.Fprintf(c.out, "unsettled %s (a conflict left this Workspace's version: change it, or commit --force)\n", p)
+		fmt.Fprintf(c.out, "unsettled %s (a conflict left this Workspace's version: change it, or commit --force)\n", quoteName(p))
 	}
 }
 
@@ -316,12 +316,12 @@ func printUncommitted(c *cli, kept, dropped []api.UncommittedPath, commit string
 		}
 	}
 	if len(special) > 0 {
-		fmt.Fprintf(c.out, "not committed (a Store holds no FIFO, socket or device), kept in the Workspace: %s\n", strings.Join(special, " "))
+		fmt.Fprintf(c.out, "not committed (a Store holds no FIFO, socket or device), kept in the Workspace: %s\n", quoteNames(special, " "))
 	}
 	if len(dropped) > 0 {
 		parts := make([]string, len(dropped))
 		for i, d := range dropped {
-			parts[i] = fmt.Sprintf("%s (%s)", d.Path, d.Why)
+			parts[i] = fmt.Sprintf("%s (%s)", quoteName(d.Path), d.Why)
 		}
 		fmt.Fprintf(c.out, "not committed, and gone from the Workspace (its directory is not one in %s): %s\n", commit, strings.Join(parts, " "))
 	}
@@ -349,27 +349,27 @@ func wsCommit(c *cli, cl *layerfs.Client, id string) error {
 		case api.StatusUpToDate:
 			fmt.Fprintf(c.out, "up-to-date: nothing to commit; %s is at %.12s\n", res.Workspace.Branch, res.Head)
 		case api.StatusConflict:
-			fmt.Fprintf(c.out, "conflict with head %.12s: %s\n", res.Head, strings.Join(res.Paths, " "))
+			fmt.Fprintf(c.out, "conflict with head %.12s: %s\n", res.Head, quoteNames(res.Paths, " "))
 			if len(res.Markers) > 0 {
-				fmt.Fprintf(c.out, "marker blocks written into: %s; fix them and commit again\n", strings.Join(res.Markers, " "))
+				fmt.Fprintf(c.out, "marker blocks written into: %s; fix them and commit again\n", quoteNames(res.Markers, " "))
 			}
 			if len(res.Workspace.Unsettled) > 0 {
 				fmt.Fprintf(c.out, "kept this Workspace's version of: %s; write the version to keep (or restore the head's), or commit --force to replace the head's\n",
-					strings.Join(res.Workspace.Unsettled, " "))
+					quoteNames(res.Workspace.Unsettled, " "))
 			}
 		}
 		if len(res.Merged) > 0 {
-			fmt.Fprintf(c.out, "merged line by line: %s\n", strings.Join(res.Merged, " "))
+			fmt.Fprintf(c.out, "merged line by line: %s\n", quoteNames(res.Merged, " "))
 		}
 		for _, d := range res.LWW {
-			fmt.Fprintf(c.out, "lww: %s taken from %s\n", d.Path, d.Winner)
+			fmt.Fprintf(c.out, "lww: %s taken from %s\n", quoteName(d.Path), d.Winner)
 		}
 		printUncommitted(c, res.Kept, res.Dropped, "the head")
 		fmt.Fprintf(c.out, "%s, %d bytes hashed, %d objects new, %d reused, %d bytes stored; %.1f ms (capture %.1f, lock %.1f, remount %.1f)\n",
 			plural(r.PathsCaptured, "path"), r.BytesHashed, r.ObjectsNew, r.ObjectsReused, r.BytesStored, r.TotalMS, r.CaptureMS, r.LockMS, r.RemountMS)
 	}
 	if res.Status == api.StatusConflict {
-		return fmt.Errorf("%w: %s", errConflict, strings.Join(res.Paths, ", "))
+		return fmt.Errorf("%w: %s", errConflict, quoteNames(res.Paths, ", "))
 	}
 	return nil
 }
