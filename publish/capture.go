@@ -257,28 +257,6 @@ func (cw *capturer) entry(parent *os.File, path, lowerPath string, lower *store.
 	return cw.whiteout(path, lower)
 }
 
-// vanished drops err if it says an entry is gone since its directory was
-// read — a file a command or an editor made and removed meanwhile, such
-// as a temporary file renamed into place: there is nothing to take. (One
-// that replaced a lower entry leaves a whiteout behind, which is taken.)
-func vanished(err error) error {
-	if errors.Is(err, unix.ENOENT) {
-		return nil
-	}
-	return err
-}
-
-// openIn opens name in directory dir for reading, without following a
-// symlink.
-func openIn(dir *os.File, name string, flags int) (*os.File, error) {
-	full := filepath.Join(dir.Name(), name)
-	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|flags, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: full, Err: err}
-	}
-	return os.NewFile(uintptr(fd), full), nil
-}
-
 func entryOf(name string, st *unix.Stat_t) store.Entry {
 	return store.Entry{Name: name, Mode: st.Mode & 07777, UID: st.Uid, GID: st.Gid, MTime: store.MTimeOf(st.Mtim)}
 }
@@ -619,20 +597,6 @@ func (cw *capturer) redirected(d *os.File, path, lowerPath string, e store.Entry
 	e.ID = src.ID
 	cw.add(Change{Path: path, Entry: &e, From: from})
 	return cw.dir(d, path, from, src.ID)
-}
-
-// readlinkIn reads the target of symlink name in directory dir.
-func readlinkIn(dir *os.File, name string) (string, error) {
-	for size := 256; ; size *= 2 {
-		buf := make([]byte, size)
-		n, err := unix.Readlinkat(int(dir.Fd()), name, buf)
-		if err != nil {
-			return "", err
-		}
-		if n < size {
-			return string(buf[:n]), nil
-		}
-	}
 }
 
 // redirectSource is the lower path an overlayfs redirect names for an
