@@ -47,6 +47,7 @@ func (tp *nsTemplate) enter() error {
 	if err := unix.Unshare(unix.CLONE_FS); err != nil {
 		return fmt.Errorf("unshare fs: %w", err)
 	}
+	commandUmask()
 	if err := unix.Setns(fd, unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("enter the template mount namespace: %w", err)
 	}
