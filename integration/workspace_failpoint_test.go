@@ -252,3 +252,61 @@ func TestRebaseCrash(t *testing.T) {
 		})
 	}
 }
+
+// TestRestartAfterSwitchFailed: a commit lands, but the Workspace's switch
+// to the new view fails, and it goes on with the old view, where
+// commands write more: a new file, a committed file changed again,
+// committed new files and directories removed, a file another commit had
+// changed too changed again. The daemon restarts. The Workspace is then on the Commit
+// that landed, with exactly what was written since pending — what was
+// committed is not — its ignored files kept, and the next commit lands
+// the rest. The restart followed the landed Commit with an empty
+// upperdir: everything written after the commit was lost, without a word.
+func TestRestartAfterSwitchFailed(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n", ".layerfsignore": "scratch/\n",
+		"m.txt": "1\n2\n3\n4\n5\n6\n7\n", "q.txt": "1\n2\n3\n4\n5\n6\n7\n"}, sessions.Config{Volume: sessions.VolumeOff})
+	other, w := d.create(t, "main"), d.create(t, "main")
+	d.sh(t, other.ID, "sed -i 1s/1/one/ m.txt q.txt")
+	d.commit(t, other.ID, api.StatusCommitted)
+	d.sh(t, w.ID, "echo mine >> a.txt && echo two > b.txt && echo new > n.txt && mkdir -p nd/sub && echo z > nd/sub/z && sed -i 7s/7/seven/ m.txt q.txt && mkdir scratch && echo keep > scratch/k")
+	clear := failAt(t, sessions.FailpointHostPath, 1)
+	if res, err := d.Commit(w.ID, api.CommitRequest{}); !errors.Is(err, errInjected) {
+		t.Fatalf("the commit through a failing switch: %+v, %v", res, err)
+	}
+	clear()
+	landed := d.head(t)
+	d.sh(t, w.ID, "echo later > later.txt && echo more >> b.txt && rm -r n.txt nd && sed -i 4s/4/four/ q.txt")
+	const read = "cat a.txt b.txt later.txt m.txt q.txt scratch/k && test ! -e n.txt && test ! -e nd"
+	if got, want := d.sh(t, w.ID, read), "a\nmine\ntwo\nmore\nlater\n1\n2\n3\n4\n5\n6\nseven\n1\n2\n3\nfour\n5\n6\nseven\nkeep\n"; got != want {
+		t.Fatalf("before the restart the Workspace reads %q, want %q", got, want)
+	}
+	if err := d.Daemon.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d.restart(t, sessions.VolumeOff)
+	in, err := d.Inspect(w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Lease != landed || strings.Join(in.Pending, " ") != "b.txt later.txt n.txt nd q.txt" || in.Commits != 1 || len(in.Unsettled) != 0 {
+		t.Fatalf("after the restart: lease %.12s (landed %.12s), pending %v, %d commits, unsettled %v", in.Lease, landed, in.Pending, in.Commits, in.Unsettled)
+	}
+	// The same, but for the other commit's change to m.txt and q.txt,
+	// which now shows.
+	const want = "a\nmine\ntwo\nmore\nlater\none\n2\n3\n4\n5\n6\nseven\none\n2\n3\nfour\n5\n6\nseven\nkeep\n"
+	if got := d.sh(t, w.ID, read); got != want {
+		t.Fatalf("after the restart the Workspace reads %q, want %q", got, want)
+	}
+	d.commit(t, w.ID, api.StatusCommitted)
+	got := d.read(t, "main", "a.txt") + d.read(t, "main", "b.txt") + d.read(t, "main", "later.txt") + d.read(t, "main", "m.txt") + d.read(t, "main", "q.txt")
+	if got+"keep\n" != want {
+		t.Fatalf("main after the next commit: %q", got)
+	}
+	if main, err := d.st.FS("main"); err != nil {
+		t.Fatal(err)
+	} else if _, err := main.Read("n.txt"); err == nil {
+		t.Fatal("main still has n.txt, removed since the first commit")
+	} else if _, err := main.Read("nd/sub/z"); err == nil {
+		t.Fatal("main still has nd/sub/z, removed since the first commit")
+	}
+}

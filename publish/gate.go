@@ -169,6 +169,24 @@ func Publish(s *store.Store, branch string, cs *Changeset, content *store.Stage,
 	return res, nil
 }
 
+// Preview runs the gate for cs on head as Publish would, and lands
+// nothing: the Result says what Publish would have found — the paths
+// merged and their merged content, the .lww decisions, the conflicts
+// (Status Conflict) — for a Workspace that moves its pending changes
+// onto head without committing them. Files holding markers are not
+// refused. content holds cs's new content, as for Publish; objects it
+// spilled stay in the Store, as for a publish that conflicts.
+func Preview(s *store.Store, cs *Changeset, content *store.Stage, head object.ID) (*Result, error) {
+	if err := cs.Check(); err != nil {
+		return nil, err
+	}
+	if content == nil {
+		content = s.NewStage()
+	}
+	g := &gate{s: s, cs: cs, meta: Meta{Time: time.Now().UnixNano(), Force: true}, content: content}
+	return g.prepare(head)
+}
+
 // gate is one publish in progress.
 type gate struct {
 	s       *store.Store

@@ -437,3 +437,33 @@ func changedPaths(t *testing.T, s *store.Store, a, b object.ID) string {
 	}
 	return strings.Join(paths, " ")
 }
+
+// TestPreviewLandsNothing: Preview finds what Publish would — here the
+// merged text of a file both sides changed, and a conflict — and the
+// branch stays where it was.
+func TestPreviewLandsNothing(t *testing.T) {
+	r := newRepo(t, map[string]string{"m.txt": "1\n2\n3\n4\n5\n", "c.txt": "c\n"})
+	base := r.head()
+	r.publish(base, "operation:theirs", 20, map[string]string{"m.txt": "one\n2\n3\n4\n5\n", "c.txt": "theirs\n"}, nil)
+	head := r.head()
+	st := r.s.NewStage()
+	cs := &Changeset{Base: base}
+	for p, data := range map[string]string{"m.txt": "1\n2\n3\n4\nfive\n", "c.txt": "<<<<<<< ours\n=======\n>>>>>>> head\n"} {
+		f, err := extents.WriteBytes(st, []byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs.Changes = append(cs.Changes, Change{Path: p, Entry: &store.Entry{Type: store.TypeFile, Mode: 0o644, ID: f.ID, Size: f.Size, MTime: 30}})
+	}
+	res, err := Preview(r.s, cs, st, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != Conflict || res.Head != head || len(res.Merged) != 1 || string(res.Merged[0].Content) != "one\n2\n3\n4\nfive\n" ||
+		len(res.Conflicts) != 1 || res.Conflicts[0].Path != "c.txt" {
+		t.Fatalf("preview: %+v", res)
+	}
+	if r.head() != head || r.read("m.txt") != "one\n2\n3\n4\n5\n" {
+		t.Fatalf("the preview moved main to %s", r.head().Short())
+	}
+}

@@ -289,7 +289,7 @@ func (d *Daemon) restore() error {
 		}
 		w.describe() // for List while a first commit holds it
 		d.ws[rec.ID] = w
-		d.log.Printf("restored workspace %s (branch %s, lease %.12s)", rec.ID, rec.Branch, rec.Lease)
+		d.log.Printf("restored workspace %s (branch %s, lease %.12s)", rec.ID, rec.Branch, w.rec.Lease)
 	}
 	return d.dropOrphanLeases(gone)
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/layerfs/layerfs/api"
 	"github.com/layerfs/layerfs/internal/ovl"
 	"github.com/layerfs/layerfs/object"
@@ -23,6 +25,26 @@ import (
 // copied up without a change dropped, so head's newer versions show
 // through. It returns the files that now hold markers. Callers hold w.mu.
 func (w *workspace) rebase(res *publish.Result, c *publish.Capture) (markers []string, dropped []api.UncommittedPath, err error) {
+	return w.rebaseOnto(res, c, rebaseMore{})
+}
+
+// rebaseMore is what a rebase does beyond a conflict's, when it moves a
+// Workspace onto the Commit its own commit landed as (settleLanded).
+type rebaseMore struct {
+	// remove lists files the upperdir holds where the head's version is
+	// the one to show: they go.
+	remove []string
+	// whiteouts lists paths the head holds and the view does not: each
+	// gets a whiteout.
+	whiteouts []string
+	// landed: the Store's lease is on the head already (it landed with
+	// the Commit), and stays there should the rebase fail, so that the
+	// next start tries again.
+	landed bool
+}
+
+// rebaseOnto is rebase, doing more too.
+func (w *workspace) rebaseOnto(res *publish.Result, c *publish.Capture, more rebaseMore) (markers []string, dropped []api.UncommittedPath, err error) {
 	// Commands a commit with allow_running left running would write into
 	// the upperdir while it is rewritten, and keep the old overlay on it
 	// while a new one is mounted there: they go first (a commit that
@@ -72,7 +94,9 @@ func (w *workspace) rebase(res *publish.Result, c *publish.Capture) (markers []s
 			os.Rename(moved, oldUpper) // a no-op if it was not moved yet
 		}
 		w.rec.Lease, w.rec.Gen = oldLease, oldGen
-		w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, w.rec.lease())
+		if !more.landed {
+			w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, w.rec.lease())
+		}
 		if rl != nil {
 			if uerr := errors.Join(rl.undo(oldUpper), rl.remove()); uerr != nil {
 				w.logf("a failed rebase could not be undone: its upperdir may hold the head's text: %v", uerr)
@@ -89,15 +113,17 @@ func (w *workspace) rebase(res *publish.Result, c *publish.Capture) (markers []s
 			w.logf("the view could not be shown again after a failed rebase: %v", serr)
 		}
 	}()
-	rl, markers, dropped, err = w.planRebase(res, c, settle.opaque)
+	rl, markers, dropped, err = w.planRebase(res, c, settle.opaque, more)
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := rl.apply(w.upper(), w.logf); err != nil {
 		return nil, nil, err
 	}
-	if err := w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, res.Head); err != nil {
-		return nil, nil, err
+	if !more.landed {
+		if err := w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, res.Head); err != nil {
+			return nil, nil, err
+		}
 	}
 	oldWork := w.work()
 	w.rec.Lease = res.Head.String()
@@ -144,28 +170,33 @@ func emptyDir(dir string) error {
 // planRebase writes the log of the changes rebase makes to the
 // (unmounted) upperdir, in order: the new files, staged in the log's
 // directory — marker blocks and merged text — go in first; then the
-// files head's version replaces (.lww) and those copied up without a
-// change go, but in directories opaque lists, which rebase makes opaque
-// last, and whose files stay; then the directories whose removal by the
-// head stands (dropRemovedDirs). Every new file is written before the
-// upperdir changes at all: a full disk stops the rebase with nothing to
-// undo. It returns the log, saved, the files that will hold markers, and
-// the uncommitted entries that go with the dropped directories.
-func (w *workspace) planRebase(res *publish.Result, c *publish.Capture, opaque []string) (*rebaseLog, []string, []api.UncommittedPath, error) {
+// files head's version replaces (.lww or more.remove) and those copied
+// up without a change go, but in directories opaque lists, which rebase
+// makes opaque last, and whose files stay; then the directories whose
+// removal by the head stands (dropRemovedDirs). Every new file — and
+// more.whiteouts's whiteouts — is written before the upperdir changes at
+// all: a full disk stops the rebase with nothing to undo. It returns the
+// log, saved, the files that will hold markers, and the uncommitted
+// entries that go with the dropped directories.
+func (w *workspace) planRebase(res *publish.Result, c *publish.Capture, opaque []string, more rebaseMore) (*rebaseLog, []string, []api.UncommittedPath, error) {
 	rl, err := w.newRebaseLog(w.rec.Gen)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	upper := w.upper()
 	made := map[string]bool{} // directories a step makes
-	write := func(p string, data []byte) error {
+	// put adds a step putting what stage writes at p.
+	put := func(p string, stage func(full, staged string) error) error {
 		for _, dir := range missingDirs(upper, p, made) {
 			rl.add(rebaseStep{Op: stepMkdir, Path: dir})
 		}
 		full := filepath.Join(upper, filepath.FromSlash(p))
 		_, err := os.Lstat(full)
 		i := rl.add(rebaseStep{Op: stepWrite, Path: p, Had: err == nil})
-		return stageUpper(full, rl.staged(i), p, data)
+		return stage(full, rl.staged(i))
+	}
+	write := func(p string, data []byte) error {
+		return put(p, func(full, staged string) error { return stageUpper(full, staged, p, data) })
 	}
 	var markers []string
 	for _, pc := range res.Conflicts {
@@ -182,10 +213,18 @@ func (w *workspace) planRebase(res *publish.Result, c *publish.Capture, opaque [
 			return rl, nil, nil, err
 		}
 	}
+	for _, p := range more.whiteouts {
+		if err := put(p, func(_, staged string) error { return stageWhiteout(staged, p) }); err != nil {
+			return rl, nil, nil, err
+		}
+	}
 	for _, d := range res.LWW {
 		if d.Winner == "head" {
 			rl.add(rebaseStep{Op: stepRemove, Path: d.Path})
 		}
+	}
+	for _, p := range more.remove {
+		rl.add(rebaseStep{Op: stepRemove, Path: p})
 	}
 	// Not in a directory about to be made opaque: nothing would show
 	// through there.
@@ -245,6 +284,15 @@ func stageUpper(full, staged, path string, data []byte) error {
 	}
 	if err != nil {
 		return fmt.Errorf("write %s into the upperdir: %w", path, err)
+	}
+	return nil
+}
+
+// stageWhiteout makes at staged an overlayfs whiteout (a 0/0 character
+// device) for path.
+func stageWhiteout(staged, path string) error {
+	if err := unix.Mknod(staged, unix.S_IFCHR, 0); err != nil {
+		return fmt.Errorf("make a whiteout for %s in the upperdir: %w", path, err)
 	}
 	return nil
 }

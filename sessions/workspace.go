@@ -226,10 +226,11 @@ func (w *workspace) resume(leased object.ID) error {
 }
 
 // landedBeforeCrash returns the Commit this Workspace's last commit landed
-// as, if a crash came between the landing, whose transaction moved the
-// Store's lease (leased) to it, and the save of the record that follows
-// it: the Store's lease then names a Commit of this Workspace's own other
-// than the record's. Zero if not.
+// as, if the Workspace did not follow it: a crash came between the
+// landing, whose transaction moved the Store's lease (leased) to it, and
+// the save of the record that follows it, or the switch to its view
+// failed (follow). The Store's lease then names a Commit of this
+// Workspace's own other than the record's. Zero if not.
 func (w *workspace) landedBeforeCrash(leased object.ID) object.ID {
 	if leased.IsZero() || leased == w.rec.lease() {
 		return object.Zero
@@ -238,21 +239,6 @@ func (w *workspace) landedBeforeCrash(leased object.ID) object.ID {
 		return leased
 	}
 	return object.Zero
-}
-
-// finishLanded does, after a restart, what a commit that landed before a
-// crash had still to do: its upperdir's changes are in commit, so the
-// Workspace follows it, keeping what a commit leaves out (ignored paths,
-// special files). Restored as it was, the Workspace would show them as
-// pending again, and commit them twice: an append landed twice is a
-// duplicated line.
-func (w *workspace) finishLanded(commit object.ID) error {
-	cr, err := w.prepareDiscardCarry()
-	if err != nil {
-		return err
-	}
-	w.logf("its commit %.12s landed before a crash; following it", commit)
-	return w.follow(commit, nil, true, nil, cr) // resume left the Store's lease on it
 }
 
 // removeOldGenerations removes the upper and work directories of

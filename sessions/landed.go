@@ -1,0 +1,323 @@
+package sessions
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/layerfs/layerfs/extents"
+	"github.com/layerfs/layerfs/object"
+	"github.com/layerfs/layerfs/publish"
+	"github.com/layerfs/layerfs/store"
+)
+
+// finishLanded does, after a restart, what a commit that landed as
+// commit had still to do when the Workspace did not follow it: a crash
+// came between the landing and the save of the record, or the switch to
+// the new view failed, and the running daemon went on with the old view,
+// its changes shown as pending (follow, backOut). Restored as it was, the
+// Workspace would show the landed changes as pending again, and commit
+// them twice: an append landed twice is a duplicated line. So it moves
+// onto commit, whose Lease the Store holds already.
+//
+// If its upperdir holds nothing commit lacks — the usual case after a
+// crash — it follows commit as a commit does, with an empty upperdir,
+// keeping what a commit leaves out (ignored paths, special files).
+// Otherwise commands wrote after the commit's capture — after a failed
+// switch, or still running through the commit (allow_running) — and the
+// upperdir moves onto commit as a conflict's rebase moves it onto the
+// head (settleLanded): what differs from commit stays pending, the rest
+// shows commit's version. Dropping the upperdir would lose those writes.
+// Callers hold w.mu, and the view of the record's lease is shown.
+func (w *workspace) finishLanded(commit object.ID) error {
+	since, err := w.writtenSince(commit)
+	if err != nil {
+		return fmt.Errorf("its commit %s landed, but: %w", commit.Short(), err)
+	}
+	if since == nil {
+		cr, err := w.prepareDiscardCarry()
+		if err != nil {
+			return err
+		}
+		w.logf("its commit %.12s landed, but it had not followed it (a crash, or a switch that failed); following it", commit)
+		return w.follow(commit, nil, true, nil, cr) // resume left the Store's lease on it
+	}
+	return w.settleLanded(commit, since)
+}
+
+// landedRest is what a Workspace's upperdir holds that the Commit its
+// own commit landed as does not (writtenSince).
+type landedRest struct {
+	// c is the upperdir's capture against the Workspace's lease (dry).
+	c *publish.Capture
+	// differ counts the changes whose version the Commit lacks.
+	differ int
+	// merge lists those of them at paths another commit changed between
+	// the lease and the one the Workspace's landed on: there the landed
+	// version is a merge, which the Workspace's version must be merged
+	// with again. Their content is in stage.
+	merge []publish.Change
+	stage *store.Stage
+	// whiteouts lists paths the landed commit put there and the view no
+	// longer shows (removed since), topmost first.
+	whiteouts []string
+}
+
+// writtenSince compares the upperdir, as the view of the record's lease
+// shows it, with commit, a commit of the Workspace's that landed: nil if
+// commit holds all of it. A path holds the same version if it has the
+// same type, mode and content (a publish.Fingerprint: mtime and owner
+// aside, as the gate compares them); a directory, the same type and mode,
+// its entries being compared one by one.
+func (w *workspace) writtenSince(commit object.ID) (*landedRest, error) {
+	rules, err := w.ignoreRules()
+	if err != nil {
+		return nil, err
+	}
+	c, err := publish.CaptureUpperDry(w.d.s, w.captured(rules))
+	if err != nil {
+		return nil, err
+	}
+	cc, err := w.d.s.Commit(commit)
+	if err != nil {
+		return nil, err
+	}
+	lease := w.rec.lease()
+	parent := lease // what the commit landed on
+	if len(cc.Parents) > 0 {
+		parent = cc.Parents[0]
+	}
+	var trees [2]object.ID // the lease's, the parent's
+	for i, id := range []object.ID{lease, parent} {
+		if trees[i], err = w.headTree(id); err != nil {
+			return nil, err
+		}
+	}
+	rest := &landedRest{c: c}
+	for _, ch := range c.Changes.Changes {
+		landed, err := lookupEntry(w.d.s, cc.Tree, ch.Path)
+		if err != nil {
+			return nil, err
+		}
+		if sameVersion(ch.Entry, landed) {
+			continue
+		}
+		rest.differ++
+		if ch.Entry != nil && ch.Entry.Type == store.TypeDir {
+			continue // its own metadata: nothing to merge
+		}
+		was, err := lookupEntry(w.d.s, trees[0], ch.Path)
+		if err != nil {
+			return nil, err
+		}
+		met, err := lookupEntry(w.d.s, trees[1], ch.Path)
+		if err != nil {
+			return nil, err
+		}
+		if !sameVersion(was, met) {
+			rest.merge = append(rest.merge, ch)
+		}
+	}
+	if rest.whiteouts, err = w.vanished(trees[1], cc.Tree); err != nil {
+		return nil, err
+	}
+	if rest.differ == 0 && len(rest.whiteouts) == 0 {
+		return nil, nil
+	}
+	return rest, nil
+}
+
+// lookupEntry finds p below tree; nil if it is not there.
+func lookupEntry(s *store.Store, tree object.ID, p string) (*store.Entry, error) {
+	e, err := s.Lookup(tree, p)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// sameVersion reports whether a and b (nil: none) hold the same version
+// of a path: type, mode and content or target; for directories, type
+// and mode.
+func sameVersion(a, b *store.Entry) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	if a.Type != b.Type || a.Mode != b.Mode {
+		return false
+	}
+	switch a.Type {
+	case store.TypeDir:
+		return true
+	case store.TypeSymlink:
+		return a.Target == b.Target
+	}
+	return a.ID == b.ID && a.Size == b.Size
+}
+
+// vanished lists the paths that the changes from tree parent to tree
+// landed put there and the Workspace's view no longer shows: removed
+// since the capture. Of a directory's entries, only the topmost path the
+// view lacks is listed; nothing is, below a path the view shows as
+// other than a directory.
+func (w *workspace) vanished(parent, landed object.ID) ([]string, error) {
+	diffs, err := publish.DiffTrees(w.d.s, parent, landed)
+	if err != nil {
+		return nil, err
+	}
+	view := w.hostPath()
+	dirs := map[string]bool{} // seen in the view as directories
+	listed := map[string]bool{}
+	var out []string
+	for _, d := range diffs {
+		if d.New == nil {
+			continue
+		}
+		missing, err := topMissing(view, d.Path, dirs)
+		if err != nil {
+			return nil, err
+		}
+		if missing != "" && !listed[missing] {
+			listed[missing] = true
+			out = append(out, missing)
+		}
+	}
+	return out, nil
+}
+
+// topMissing returns the first of p's directories, or p itself, that the
+// view at root lacks, or "" if it shows p, or one of p's directories as
+// other than a directory (which hides the rest). Each is looked at
+// without following a symlink; dirs remembers those seen as directories.
+func topMissing(root, p string, dirs map[string]bool) (string, error) {
+	parts := strings.Split(p, "/")
+	for i := range parts {
+		q := strings.Join(parts[:i+1], "/")
+		last := i == len(parts)-1
+		if !last && dirs[q] {
+			continue
+		}
+		var st unix.Stat_t
+		err := unix.Lstat(filepath.Join(root, filepath.FromSlash(q)), &st)
+		switch {
+		case errors.Is(err, unix.ENOENT):
+			return q, nil
+		case err != nil:
+			return "", fmt.Errorf("look at %s in the view: %w", q, err)
+		case last:
+			return "", nil
+		case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+			return "", nil
+		}
+		dirs[q] = true
+	}
+	return "", nil
+}
+
+// settleLanded moves the Workspace onto commit, a commit of its own that
+// landed, keeping its upperdir (rebaseOnto): what differs from commit
+// stays pending. The paths another commit changed too before the landing
+// are merged with commit's version (mergeLanded), with marker blocks
+// where edits overlap; the paths removed since the capture get
+// whiteouts. Callers hold w.mu.
+func (w *workspace) settleLanded(commit object.ID, rest *landedRest) error {
+	res, remove, err := w.mergeLanded(commit, rest)
+	if err != nil {
+		return fmt.Errorf("its commit %s landed, but merge what was written since: %w", commit.Short(), err)
+	}
+	// The rebase renames the upperdir to the next generation's: resume
+	// made those directories, empty.
+	nextUpper, nextWork := w.genDirs(w.rec.Gen + 1)
+	if err := errors.Join(os.RemoveAll(nextWork), goneOK(os.Remove(nextUpper))); err != nil {
+		return err
+	}
+	prevUnsettled, prevCommits := w.rec.Unsettled, w.rec.Commits
+	w.rec.Unsettled = unsettledBy(res, rest.c) // saved by the rebase
+	w.rec.Commits++                            // the landed commit, followed now
+	markers, dropped, err := w.rebaseOnto(res, rest.c, rebaseMore{remove: remove, whiteouts: rest.whiteouts, landed: true})
+	if err != nil {
+		w.rec.Unsettled, w.rec.Commits = prevUnsettled, prevCommits
+		return fmt.Errorf("its commit %s landed, but move what was written since onto it: %w", commit.Short(), err)
+	}
+	w.logf("its commit %.12s landed, but it had not followed it (a crash, or a switch that failed), and commands wrote since: now on it, with what they wrote pending", commit)
+	if len(markers) > 0 {
+		w.logf("written since its commit and changed by another meanwhile, these hold conflict markers: %s", strings.Join(markers, ", "))
+	}
+	for _, u := range w.rec.Unsettled {
+		w.logf("written since its commit and changed by another meanwhile, %s holds this Workspace's version (%s conflict)", u.Path, u.Kind)
+	}
+	for _, u := range dropped {
+		w.logf("not keeping %s: its directory is gone in %.12s", u.Path, commit)
+	}
+	return nil
+}
+
+// mergeLanded runs the gate on rest.merge, the changes at paths another
+// commit changed before the Workspace's landed on top of it (so commit's
+// version there is a merge), against commit, as the Workspace's lease
+// their base: the merge of what was written since. Where that gives
+// commit's version, nothing was, and the file is listed in remove, for
+// commit's to show. A Workspace that is on the lease it landed on has
+// no such paths, and res only names commit.
+func (w *workspace) mergeLanded(commit object.ID, rest *landedRest) (res *publish.Result, remove []string, err error) {
+	if len(rest.merge) == 0 {
+		return &publish.Result{Head: commit}, nil, nil
+	}
+	stage := w.d.s.NewStage()
+	changes := make([]publish.Change, len(rest.merge))
+	for i, ch := range rest.merge {
+		if changes[i], err = w.withContent(ch, stage); err != nil {
+			return nil, nil, err
+		}
+	}
+	res, err = publish.Preview(w.d.s, &publish.Changeset{Base: w.rec.lease(), Changes: changes}, stage, commit)
+	if err != nil {
+		return nil, nil, err
+	}
+	tree, err := w.headTree(commit)
+	if err != nil {
+		return nil, nil, err
+	}
+	merged := res.Merged[:0]
+	for _, m := range res.Merged {
+		landed, err := lookupEntry(w.d.s, tree, m.Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		if sameVersion(m.Entry, landed) {
+			remove = append(remove, m.Path)
+		} else {
+			merged = append(merged, m)
+		}
+	}
+	res.Merged = merged
+	return res, remove, nil
+}
+
+// withContent returns ch, a file's change from a dry capture, with its
+// content, read through the view, in stage: the gate reads it to merge.
+func (w *workspace) withContent(ch publish.Change, stage *store.Stage) (publish.Change, error) {
+	if ch.Entry == nil || ch.Entry.Type != store.TypeFile {
+		return ch, nil
+	}
+	f, err := os.OpenFile(filepath.Join(w.hostPath(), filepath.FromSlash(ch.Path)), os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return ch, err
+	}
+	defer f.Close()
+	content, err := extents.Write(stage, f)
+	if err != nil {
+		return ch, fmt.Errorf("read %s: %w", ch.Path, err)
+	}
+	e := *ch.Entry
+	e.ID, e.Size = content.ID, content.Size
+	ch.Entry = &e
+	return ch, nil
+}
