@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -308,5 +309,52 @@ func TestRestartAfterSwitchFailed(t *testing.T) {
 		t.Fatal("main still has n.txt, removed since the first commit")
 	} else if _, err := main.Read("nd/sub/z"); err == nil {
 		t.Fatal("main still has nd/sub/z, removed since the first commit")
+	}
+}
+
+// TestLateRemovalAfterFailedSwitch: after a commit's switch fails, the
+// next generation's directories it had made are removed in the
+// background, and the next view takes their names again. The remover,
+// held back here as big removals before it hold it back on a busy
+// machine, got to them by name once the Workspace had switched to that
+// view: it removed the upperdir commands were writing to, and what they
+// wrote after was gone at the next start.
+func TestLateRemovalAfterFailedSwitch(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{Volume: sessions.VolumeOff})
+	w := d.create(t, "main")
+	d.sh(t, w.ID, "echo mine >> a.txt") // and the next view is made ahead
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	sessions.SetFailpointForTest(sessions.FailpointRemove, func() error { <-release; return nil })
+	t.Cleanup(func() { // before the daemon's Close, which waits for the remover
+		free()
+		sessions.SetFailpointForTest(sessions.FailpointRemove, nil)
+	})
+	clear := failAt(t, sessions.FailpointHostPath, 1)
+	if res, err := d.Commit(w.ID, api.CommitRequest{}); !errors.Is(err, errInjected) {
+		t.Fatalf("the commit through a failing switch: %+v, %v", res, err)
+	}
+	clear()
+	d.sh(t, w.ID, "echo later > later.txt") // the next view made ahead again
+	d.commit(t, w.ID, api.StatusCommitted)
+	d.sh(t, w.ID, "echo after > after.txt")
+	free()
+	if err := d.Daemon.Close(); err != nil { // once the remover is done
+		t.Fatal(err)
+	}
+	d.restart(t, sessions.VolumeOff)
+	in, err := d.Inspect(w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Lease != d.head(t) || strings.Join(in.Pending, " ") != "after.txt" {
+		t.Fatalf("after the restart: lease %.12s (head %.12s), pending %v", in.Lease, d.head(t), in.Pending)
+	}
+	if got := d.sh(t, w.ID, "cat a.txt later.txt after.txt"); got != "a\nmine\nlater\nafter\n" {
+		t.Fatalf("the Workspace reads %q", got)
+	}
+	if trash, _ := filepath.Glob(filepath.Join(d.stateDir, "ws", w.ID, "trash-*")); len(trash) != 0 {
+		t.Fatalf("left to remove: %v", trash)
 	}
 }

@@ -18,6 +18,10 @@ const (
 	// FailpointRebaseRename is a rebase's rename of the rewritten
 	// upperdir to the next generation, after the Store's Lease moved.
 	FailpointRebaseRename = "rebase-rename"
+	// FailpointRemove is each removal the background remover makes
+	// (removeInBackground), before it: a test can hold the remover back
+	// there, as a machine busy with big removals does.
+	FailpointRemove = "background-remove"
 )
 
 var failpoints struct {

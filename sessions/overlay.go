@@ -173,10 +173,13 @@ func mountsUnder(dir string) ([]string, error) {
 }
 
 // removeInBackground deletes directory trees off the hot path: creating
-// files soon after deleting many is slow on some filesystems. One janitor
-// does it, in order, on an OS thread at background priority (see
-// backgroundPriority), so on a busy machine the removal a commit or an end
-// leaves behind yields the cores to the reply, and to the next
+// files soon after deleting many is slow on some filesystems. It removes
+// them by name, late: never pass it a name that may be taken again
+// meanwhile (see workspace.trash).
+//
+// One janitor does it, in order, on an OS thread at background priority
+// (see backgroundPriority), so on a busy machine the removal a commit or
+// an end leaves behind yields the cores to the reply, and to the next
 // Workspace's create. (On two busy cores the removal running beside a
 // commit's reply added about 1 ms to it.)
 func removeInBackground(dirs ...string) {
@@ -211,6 +214,7 @@ func (r *remover) run() {
 	backgroundPriority()
 	for range r.wake {
 		for d, ok := r.next(); ok; d, ok = r.next() {
+			failpoint(FailpointRemove) // a test's hold only: no failure
 			for try := 0; try < 5; try++ {
 				if os.RemoveAll(d) == nil {
 					break

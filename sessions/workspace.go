@@ -245,10 +245,15 @@ func (w *workspace) landedBeforeCrash(leased object.ID) object.ID {
 // generations before the current one, and the logs of their rebases: a
 // commit took the changes of such an upperdir (or a discard dropped them,
 // or a rebase moved it on) and a crash cut its removal in the background
-// short. Directories moved aside (.kept-*) stay.
+// short, as of the directories trash moved away. Directories moved aside
+// (.kept-*) stay.
 func (w *workspace) removeOldGenerations() {
 	entries, _ := os.ReadDir(w.dir())
 	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), trashPrefix) {
+			removeInBackground(w.dir(e.Name()))
+			continue
+		}
 		for _, prefix := range []string{"upper-", "work-", "rebase-"} {
 			rest, ok := strings.CutPrefix(e.Name(), prefix)
 			if n, err := strconv.Atoi(rest); ok && err == nil && n < w.rec.Gen {
@@ -556,7 +561,9 @@ func (w *workspace) backOut(oldUpper, oldLease string, cr *carry, landed bool) {
 	if aside, _ := keepAside(newUpper); aside != "" {
 		w.logf("entries carried to generation %d could not go back; kept at %s", w.rec.Gen+1, aside)
 	}
-	removeInBackground(newUpper, newWork)
+	// The next view takes these names again, maybe before the remover
+	// gets to them.
+	w.trash(newUpper, newWork)
 }
 
 // makeDirs makes the current generation's upper and work directories,

@@ -1,8 +1,11 @@
 package sessions
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -152,6 +155,36 @@ func (w *workspace) freshDirs(upper, work string) error {
 		os.Remove(upper) // an empty one
 	}
 	return makeDirs(upper, work)
+}
+
+// trashPrefix begins the names of the directories trash makes.
+const trashPrefix = "trash-"
+
+// trash removes dirs, directories of the Workspace's whose names a
+// generation to come takes again (the next one's, after a switch to it
+// failed), in the background: it first moves them into a directory of a
+// name of its own (trash-*), which is what the remover removes, however
+// late it comes to it. Removed by their own names, they could be a new
+// view's directories by then, its upperdir holding what commands wrote
+// since. A directory that cannot be moved is removed here and now. A
+// restart removes what a crash left (removeOldGenerations). Callers
+// hold w.mu.
+func (w *workspace) trash(dirs ...string) {
+	bin, err := os.MkdirTemp(w.dir(), trashPrefix)
+	if err != nil {
+		w.logf("remove %v: %v; removing them now", dirs, err)
+		for _, d := range dirs {
+			os.RemoveAll(d)
+		}
+		return
+	}
+	for _, d := range dirs {
+		if err := os.Rename(d, filepath.Join(bin, filepath.Base(d))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			w.logf("remove %s: %v; removing it now", d, err)
+			os.RemoveAll(d)
+		}
+	}
+	removeInBackground(bin)
 }
 
 // genDirs are the upper and work directories of generation gen.
