@@ -241,6 +241,54 @@ func TestDaemonRestartKeepsDirtyWorkspaces(t *testing.T) {
 	}
 }
 
+// TestRestartReadsCopiedUpFiles: files a Workspace changed before a
+// restart (copied up from the Store's FUSE mount) read as they were after
+// it. overlayfs had recorded, on each, a file handle of the lower inode it
+// was copied from, which names a FUSE node id: the restarted daemon's new
+// FUSE mount gives those ids to other nodes, and a file whose handle now
+// named a directory read "Stale file handle" (about one run in three
+// here). The restart now removes those handles from the upperdir.
+func TestRestartReadsCopiedUpFiles(t *testing.T) {
+	files := map[string]string{}
+	for _, p := range []string{"a.txt", "b.txt", "d/c.txt", "d/e/f.txt", "g/h.txt"} {
+		files[p] = p + "\n"
+	}
+	d := startDaemon(t, files, sessions.Config{Volume: sessions.VolumeOff})
+	w := d.create(t, "main")
+	d.sh(t, w.ID, "for f in a.txt b.txt d/c.txt d/e/f.txt g/h.txt; do echo more >> $f; done; chmod 600 g/h.txt")
+	const read = "cat a.txt b.txt d/c.txt d/e/f.txt g/h.txt"
+	want := d.sh(t, w.ID, read)
+	for round := 0; round < 3; round++ {
+		if err := d.Daemon.Close(); err != nil {
+			t.Fatal(err)
+		}
+		d.restart(t, sessions.VolumeOff)
+		if got := d.sh(t, w.ID, read); got != want {
+			t.Fatalf("after restart %d: %q, want %q", round, got, want)
+		}
+		origins, err := filesWithOrigin(filepath.Join(d.stateDir, "ws", w.ID))
+		if err != nil || len(origins) > 0 {
+			t.Fatalf("after restart %d, files still naming the old FUSE mount's inodes: %v, %v", round, origins, err)
+		}
+	}
+}
+
+// filesWithOrigin lists the files below dir that carry an overlayfs origin
+// file handle.
+func filesWithOrigin(dir string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		if _, err := unix.Lgetxattr(p, "trusted.overlay.origin", nil); err == nil {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out, err
+}
+
 // An ended Workspace's directory, should the daemon stop before removing
 // it, is removed by the next one and never restored.
 func TestDaemonRestartRemovesEndedWorkspaces(t *testing.T) {

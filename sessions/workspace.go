@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/internal/ovl"
 	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/publish"
 	"github.com/layerfs/layerfs/store"
@@ -213,6 +215,9 @@ func (w *workspace) resume(leased object.ID) error {
 	if err := w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, lease); err != nil {
 		return err
 	}
+	if err := forgetOrigins(w.upper()); err != nil {
+		return err
+	}
 	// A crash can leave the work directory in a state overlayfs dislikes;
 	// it holds nothing of value, so start a fresh one.
 	os.RemoveAll(w.work())
@@ -223,6 +228,29 @@ func (w *workspace) resume(leased object.ID) error {
 		return w.finishLanded(landed)
 	}
 	return nil
+}
+
+// forgetOrigins removes from the files and symlinks of upper, an
+// upperdir no overlay is mounted on, the file handles of the lower inodes
+// overlayfs copied them up from (ovl.Origin). Those name nodes of the
+// Store's FUSE mount by their FUSE node ids, which a new mount — every
+// start's — gives to other nodes: a handle would name whatever node has
+// its id now, and overlayfs, which follows it for a file copied up (it
+// must, with metacopy), refused a file that now named a directory with
+// ESTALE. After a restart, commands then read "Stale file handle" for
+// files they had written before it. Without the handle overlayfs looks
+// the lower layer up by path, as for every other entry; only the file's
+// inode number changes.
+func forgetOrigins(upper string) error {
+	return filepath.WalkDir(upper, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return goneOK(err)
+		}
+		if err := unix.Lremovexattr(p, ovl.Origin); err != nil && !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("forget the origin of %s: %w", p, err)
+		}
+		return nil
+	})
 }
 
 // landedBeforeCrash returns the Commit this Workspace's last commit landed

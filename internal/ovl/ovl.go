@@ -17,6 +17,9 @@ const (
 	Redirect = "trusted.overlay.redirect"
 	Whiteout = "trusted.overlay.whiteout"
 	Metacopy = "trusted.overlay.metacopy"
+	// Origin names the lower inode an entry was copied up from, by its
+	// file handle.
+	Origin = "trusted.overlay.origin"
 )
 
 // Get returns a file's extended attribute name, "" if it has none. It
