@@ -69,6 +69,109 @@ func TestSwitchFailingHalfWay(t *testing.T) {
 	}
 }
 
+// TestCommitAfterSwitchFailed: a commit lands, but the Workspace's switch
+// to the new view fails; a command appends a line to the file the commit
+// changed. The next commit first moves the Workspace onto the Commit that
+// landed, and lands the new line alone: cleanly, the line once. It was
+// based on the old lease, whose text the gate merged with the landed
+// one's: the Workspace's own line came back between marker blocks, a
+// conflict with itself.
+func TestCommitAfterSwitchFailed(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{Volume: sessions.VolumeOff})
+	w := d.create(t, "main")
+	d.sh(t, w.ID, "echo mine >> a.txt")
+	failSwitch(t, d, w.ID)
+	landed := d.head(t)
+	d.sh(t, w.ID, "echo later >> a.txt")
+	res := d.commit(t, w.ID, api.StatusCommitted)
+	if len(res.Markers) != 0 || len(res.Conflicts) != 0 || res.Head != landed {
+		t.Fatalf("the commit after the failed switch: %+v (landed %.12s)", res, landed)
+	}
+	if got := d.read(t, "main", "a.txt"); got != "a\nmine\nlater\n" {
+		t.Fatalf("main's a.txt: %q", got)
+	}
+	in, err := d.Inspect(w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Lease != d.head(t) || len(in.Pending) != 0 || in.Commits != 2 {
+		t.Fatalf("after the commit: lease %.12s (head %.12s), pending %v, %d commits", in.Lease, d.head(t), in.Pending, in.Commits)
+	}
+	if got := d.sh(t, w.ID, "cat a.txt"); got != "a\nmine\nlater\n" {
+		t.Fatalf("the Workspace reads %q", got)
+	}
+}
+
+// TestDiscardAfterSwitchFailed: after a commit whose switch failed, a
+// discard drops what was written since, not what the commit landed: the
+// Workspace is then on the Commit that landed, showing its text.
+func TestDiscardAfterSwitchFailed(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{Volume: sessions.VolumeOff})
+	w := d.create(t, "main")
+	d.sh(t, w.ID, "echo mine >> a.txt")
+	failSwitch(t, d, w.ID)
+	landed := d.head(t)
+	d.sh(t, w.ID, "echo later >> a.txt && echo new > n.txt")
+	if _, err := d.Discard(w.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	in, err := d.Inspect(w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Lease != landed || len(in.Pending) != 0 || in.Commits != 1 {
+		t.Fatalf("after the discard: lease %.12s (landed %.12s), pending %v, %d commits", in.Lease, landed, in.Pending, in.Commits)
+	}
+	if got := d.sh(t, w.ID, "cat a.txt; test ! -e n.txt"); got != "a\nmine\n" {
+		t.Fatalf("the Workspace reads %q", got)
+	}
+	// Nothing of it lands again.
+	if res := d.commit(t, w.ID, api.StatusUpToDate); res.Head != landed {
+		t.Fatalf("the commit after the discard: %+v", res)
+	}
+}
+
+// TestConflictAfterSwitchFailed: another commit changed a file, this
+// Workspace's commit, which changed it elsewhere, landed merged, but its
+// switch failed; then the Workspace changes the line the other commit
+// did. The next commit moves it onto the Commit that landed and stops
+// there, as at a conflict: marker blocks in the file, nothing landed,
+// and the merge is the Workspace's to finish.
+func TestConflictAfterSwitchFailed(t *testing.T) {
+	d := startDaemon(t, map[string]string{"m.txt": "1\n2\n3\n4\n5\n6\n7\n"}, sessions.Config{Volume: sessions.VolumeOff})
+	other, w := d.create(t, "main"), d.create(t, "main")
+	d.sh(t, other.ID, "sed -i 1s/1/one/ m.txt")
+	d.commit(t, other.ID, api.StatusCommitted)
+	d.sh(t, w.ID, "sed -i 7s/7/seven/ m.txt")
+	failSwitch(t, d, w.ID)
+	landed := d.head(t)
+	d.sh(t, w.ID, "sed -i 1s/1/uno/ m.txt")
+	res := d.commit(t, w.ID, api.StatusConflict)
+	if !slices.Equal(res.Markers, []string{"m.txt"}) || res.Head != landed || d.head(t) != landed {
+		t.Fatalf("the commit after the failed switch: %+v (landed %.12s, head %.12s)", res, landed, d.head(t))
+	}
+	got := d.sh(t, w.ID, "cat m.txt")
+	if !strings.Contains(got, "<<<<<<<") || !strings.Contains(got, "uno") || !strings.HasSuffix(got, "6\nseven\n") {
+		t.Fatalf("the Workspace's m.txt: %q", got)
+	}
+	d.sh(t, w.ID, "printf 'uno\\n2\\n3\\n4\\n5\\n6\\nseven\\n' > m.txt")
+	d.commit(t, w.ID, api.StatusCommitted)
+	if got := d.read(t, "main", "m.txt"); got != "uno\n2\n3\n4\n5\n6\nseven\n" {
+		t.Fatalf("main's m.txt: %q", got)
+	}
+}
+
+// failSwitch commits Workspace id through a switch that fails at the
+// host path: the commit lands, the Workspace stays on its old view.
+func failSwitch(t *testing.T, d *testDaemon, id string) {
+	t.Helper()
+	clear := failAt(t, sessions.FailpointHostPath, 1)
+	defer clear()
+	if res, err := d.Commit(id, api.CommitRequest{}); !errors.Is(err, errInjected) {
+		t.Fatalf("the commit through a failing switch: %+v, %v", res, err)
+	}
+}
+
 // TestRebaseFailingHalfWay: a conflicting commit's rebase fails after
 // some of its changes to the upperdir, or at the switch to the head's
 // view (at the host path, or in the namespace). The Workspace is shown

@@ -44,6 +44,17 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 		return api.CommitResult{}, err
 	}
 	start := time.Now()
+	// Its last commit landed, but the Workspace did not follow it: it
+	// does first, so that this one's base is that Commit.
+	if !w.unfollowed.IsZero() {
+		if n := w.d.reaper.running(w.holder.ns); n > 0 && !req.AllowRunning {
+			return api.CommitResult{}, errRunning(n)
+		}
+		conflict, err := w.catchUp()
+		if err != nil || conflict != nil {
+			return derefOr(conflict), err
+		}
+	}
 	// The overlay the Workspace will follow the new head to was mounted
 	// while a command ran (Exec), or is now, beside the capture and the
 	// publish; follow binds it to the head.
@@ -78,7 +89,7 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 		}
 	}()
 	if n > 0 && !req.AllowRunning {
-		return api.CommitResult{}, fmt.Errorf("%w: %d; what they write after the capture would not be kept: wait for them, or commit with allow_running (ws commit --allow-running)", ErrRunning, n)
+		return api.CommitResult{}, errRunning(n)
 	}
 	if !req.Force {
 		if err := checkSettled(w.rec.Unsettled, c.Changes); err != nil {
@@ -118,7 +129,7 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 		err = w.follow(res.Commit, res.FinishAudit, true, next, cr)
 		next = nil
 		if err != nil {
-			err = fmt.Errorf("it landed as %s, but the Workspace could not follow it, and shows its changes as pending until the daemon restarts and does (do not commit them again): %w", res.Commit.Short(), err)
+			err = fmt.Errorf("it landed as %s, but the Workspace could not follow it, and shows its changes as pending until it does, first thing at its next commit or discard, or at the daemon's next start: %w", res.Commit.Short(), err)
 		}
 		if w.d.data != nil {
 			// After the switch to the new head: the data files made after
@@ -162,6 +173,19 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 	out.Receipt.RemountMS = ms(time.Since(remount))
 	out.Receipt.TotalMS = ms(time.Since(start))
 	return out, err
+}
+
+// errRunning refuses a commit while n processes run in the Workspace.
+func errRunning(n int) error {
+	return fmt.Errorf("%w: %d; what they write after the capture would not be kept: wait for them, or commit with allow_running (ws commit --allow-running)", ErrRunning, n)
+}
+
+// derefOr is *r, or a zero result if r is nil.
+func derefOr(r *api.CommitResult) api.CommitResult {
+	if r == nil {
+		return api.CommitResult{}
+	}
+	return *r
 }
 
 func resultOf(res *publish.Result, c *publish.Capture) api.CommitResult {

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/layerfs/layerfs/api"
 	"github.com/layerfs/layerfs/extents"
 	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/publish"
@@ -32,19 +33,23 @@ import (
 // upperdir moves onto commit as a conflict's rebase moves it onto the
 // head (settleLanded): what differs from commit stays pending, the rest
 // shows commit's version. Dropping the upperdir would lose those writes.
-// Callers hold w.mu, and the view of the record's lease is shown.
-func (w *workspace) finishLanded(commit object.ID) error {
+// It returns what the merge of what was written since reported (nil if
+// nothing needed one), and the files that now hold marker blocks: a
+// commit stops there, as at a conflict (catchUp). The running daemon
+// does the same before a commit or a discard (catchUp). Callers hold
+// w.mu, and the view of the record's lease is shown.
+func (w *workspace) finishLanded(commit object.ID) (*publish.Result, []string, error) {
 	since, err := w.writtenSince(commit)
 	if err != nil {
-		return fmt.Errorf("its commit %s landed, but: %w", commit.Short(), err)
+		return nil, nil, fmt.Errorf("its commit %s landed, but: %w", commit.Short(), err)
 	}
 	if since == nil {
 		cr, err := w.prepareDiscardCarry()
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		w.logf("its commit %.12s landed, but it had not followed it (a crash, or a switch that failed); following it", commit)
-		return w.follow(commit, nil, true, nil, cr) // resume left the Store's lease on it
+		return nil, nil, w.follow(commit, nil, true, nil, cr) // the Store's lease is on it already
 	}
 	return w.settleLanded(commit, since)
 }
@@ -226,17 +231,19 @@ func topMissing(root, p string, dirs map[string]bool) (string, error) {
 // stays pending. The paths another commit changed too before the landing
 // are merged with commit's version (mergeLanded), with marker blocks
 // where edits overlap; the paths removed since the capture get
-// whiteouts. Callers hold w.mu.
-func (w *workspace) settleLanded(commit object.ID, rest *landedRest) error {
+// whiteouts. It returns the merge's result and the files that hold
+// markers. Callers hold w.mu.
+func (w *workspace) settleLanded(commit object.ID, rest *landedRest) (*publish.Result, []string, error) {
 	res, remove, err := w.mergeLanded(commit, rest)
 	if err != nil {
-		return fmt.Errorf("its commit %s landed, but merge what was written since: %w", commit.Short(), err)
+		return nil, nil, fmt.Errorf("its commit %s landed, but merge what was written since: %w", commit.Short(), err)
 	}
 	// The rebase renames the upperdir to the next generation's: resume
-	// made those directories, empty.
+	// made those directories, empty (a running daemon's catchUp removed
+	// them).
 	nextUpper, nextWork := w.genDirs(w.rec.Gen + 1)
 	if err := errors.Join(os.RemoveAll(nextWork), goneOK(os.Remove(nextUpper))); err != nil {
-		return err
+		return nil, nil, err
 	}
 	prevUnsettled, prevCommits := w.rec.Unsettled, w.rec.Commits
 	w.rec.Unsettled = unsettledBy(res, rest.c) // saved by the rebase
@@ -244,7 +251,7 @@ func (w *workspace) settleLanded(commit object.ID, rest *landedRest) error {
 	markers, dropped, err := w.rebaseOnto(res, rest.c, rebaseMore{remove: remove, whiteouts: rest.whiteouts, landed: true})
 	if err != nil {
 		w.rec.Unsettled, w.rec.Commits = prevUnsettled, prevCommits
-		return fmt.Errorf("its commit %s landed, but move what was written since onto it: %w", commit.Short(), err)
+		return nil, nil, fmt.Errorf("its commit %s landed, but move what was written since onto it: %w", commit.Short(), err)
 	}
 	w.logf("its commit %.12s landed, but it had not followed it (a crash, or a switch that failed), and commands wrote since: now on it, with what they wrote pending", commit)
 	if len(markers) > 0 {
@@ -256,7 +263,7 @@ func (w *workspace) settleLanded(commit object.ID, rest *landedRest) error {
 	for _, u := range dropped {
 		w.logf("not keeping %s: its directory is gone in %.12s", u.Path, commit)
 	}
-	return nil
+	return res, markers, nil
 }
 
 // mergeLanded runs the gate on rest.merge, the changes at paths another
@@ -320,4 +327,44 @@ func (w *workspace) withContent(ch publish.Change, stage *store.Stage) (publish.
 	e.ID, e.Size = content.ID, content.Size
 	ch.Entry = &e
 	return ch, nil
+}
+
+// catchUp moves the Workspace onto the Commit its last commit landed as,
+// if the switch to that Commit's view failed and it went on with the
+// old view (unfollowed), as a restart would (finishLanded): a commit or
+// a discard calls it first. That Commit's changes are then no longer
+// pending, and what commands wrote since is, on it. A commit from the
+// old lease took that Commit's changes for its own again, and met its
+// own lines as another's: a line appended after such a commit, to a
+// file it changed, came back between marker blocks beside the commit's
+// own line. If what was written since must be merged with what another
+// commit changed before that Commit landed, and that leaves marker
+// blocks or unsettled paths, it returns the conflict for the commit to
+// report (and not go on); nil otherwise. Moving the upperdir
+// (settleLanded) ends the commands still running, as a conflict's
+// rebase does. Callers hold w.mu.
+func (w *workspace) catchUp() (*api.CommitResult, error) {
+	commit := w.unfollowed
+	if commit.IsZero() {
+		return nil, nil
+	}
+	if nv := w.takeNext(); nv != nil {
+		nv.discard(w) // made for the old lease; the next generation is the move's
+	}
+	res, markers, err := w.finishLanded(commit) // clears unfollowed once on it
+	if err != nil {
+		return nil, fmt.Errorf("move onto %s, which its last commit landed as: %w", commit.Short(), err)
+	}
+	if len(markers) == 0 && len(w.rec.Unsettled) == 0 {
+		return nil, nil
+	}
+	out := &api.CommitResult{Status: api.StatusConflict, Head: commit.String(), Markers: markers}
+	for _, pc := range res.Conflicts {
+		out.Paths = append(out.Paths, pc.Path)
+		out.Conflicts = append(out.Conflicts, api.PathConflict{Path: pc.Path, Kind: pc.Kind})
+	}
+	for _, m := range res.Merged {
+		out.Merged = append(out.Merged, m.Path)
+	}
+	return out, nil
 }

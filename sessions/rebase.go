@@ -144,6 +144,7 @@ func (w *workspace) rebaseOnto(res *publish.Result, c *publish.Capture, more reb
 		return nil, nil, err
 	}
 	shown = true
+	w.unfollowed = object.Zero // on a head it leads to, if it was set
 	removeInBackground(oldWork, rl.dir)
 	// Shown: a record not saved is logged, as for a commit's switch
 	// (switchOverlay); a restart takes up the moved upperdir.

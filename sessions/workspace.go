@@ -47,6 +47,12 @@ type workspace struct {
 	keptSeen map[string]seenDir
 	// described is the Workspace as describe last saw it (listed).
 	described atomic.Pointer[api.Workspace]
+	// unfollowed is the Commit the Workspace's last commit landed as, if
+	// the switch to its view failed and the Workspace is still on the
+	// record's lease (backOut), which the next commit or discard moves
+	// it onto first (catchUp); zero if none. Guarded by mu. A restart
+	// finds it in the Store's lease (landedBeforeCrash).
+	unfollowed object.ID
 }
 
 func (w *workspace) dir(parts ...string) string {
@@ -225,7 +231,8 @@ func (w *workspace) resume(leased object.ID) error {
 		return err
 	}
 	if !landed.IsZero() {
-		return w.finishLanded(landed)
+		_, _, err := w.finishLanded(landed)
+		return err
 	}
 	return nil
 }
@@ -462,7 +469,9 @@ func (w *workspace) captured(ignore *publish.Rules) publish.Upper {
 // already: the Workspace's own commit, which landed with it, and which it
 // counts once it follows it. Should follow fail then, that lease stays
 // on commit, so that a restart finishes the landing (finishLanded),
-// rather than bring the changes back as pending, to be committed twice.
+// rather than bring the changes back as pending, to be committed twice;
+// a running daemon does at the next commit or discard (unfollowed,
+// catchUp).
 // alongside, if not nil, runs on another
 // goroutine while the overlay is switched (a Commit's audit, another
 // Store write, beside mount calls). What the old upperdir holds that the
@@ -530,6 +539,7 @@ func (w *workspace) follow(commit object.ID, alongside func(), leased bool, next
 		w.backOut(oldUpper, oldLease, cr, leased)
 		return err
 	}
+	w.unfollowed = object.Zero // on a head it leads to, if it was set
 	removeInBackground(oldUpper, oldWork)
 	return nil
 }
@@ -575,6 +585,9 @@ func (w *workspace) backOut(oldUpper, oldLease string, cr *carry, landed bool) {
 		mergeBack(newUpper, oldUpper)
 	}
 	w.rec.Gen--
+	if landed {
+		w.unfollowed = w.rec.lease()
+	}
 	w.rec.Lease = oldLease
 	if landed {
 		w.rec.Commits--
@@ -692,6 +705,11 @@ func (d *Daemon) Discard(id string, all bool) (api.DiscardResult, error) {
 		if ended = w.d.reaper.running(w.holder.ns); ended > 0 {
 			w.d.reaper.killNow(w.holder.ns)
 		}
+	}
+	if err == nil {
+		// What its last commit landed, should it not have followed it,
+		// is not the discard's to drop: it moves onto that Commit first.
+		_, err = w.catchUp()
 	}
 	if err == nil && !all {
 		cr, err = w.prepareDiscardCarry()
