@@ -223,6 +223,21 @@ type Health struct {
 	FUSE       string `json:"fuse_mount"`
 	// Problem says why OK is false.
 	Problem string `json:"problem,omitempty"`
+	// Unrestored lists the Workspaces recorded in the state directory
+	// that the daemon could not bring back at its start; the others
+	// serve. Their files and Leases are kept as they were, and the next
+	// start tries again.
+	Unrestored []Unrestored `json:"unrestored,omitempty"`
+}
+
+// Unrestored is a Workspace the daemon could not bring back at its
+// start, and why.
+type Unrestored struct {
+	ID string `json:"id"`
+	// Dir is its directory in the state directory: its record and
+	// upperdirs, with its uncommitted changes, left as they were.
+	Dir   string `json:"dir"`
+	Error string `json:"error"`
 }
 
 // Error is the body of every failed request.

@@ -667,8 +667,8 @@ func landAsBeforeACrash(t *testing.T, d *testDaemon, w api.Workspace, content st
 	return res
 }
 
-// TestRestartAfterCommitLandedRetried: a restart that fails before it has
-// finished a commit that landed before a crash (here: the Workspace's own
+// TestRestartAfterCommitLandedRetried: a restart that fails to restore a
+// Workspace before it has finished a commit that landed before a crash (here: the Workspace's own
 // rules cannot be read) leaves the landing for the next start to see. The
 // restart moved the Store's lease back to the record's before it
 // followed the Commit, and the next start brought the Workspace back with
@@ -681,9 +681,13 @@ func TestRestartAfterCommitLandedRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := landAsBeforeACrash(t, d, w, "base\nmine\n")
-	if d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: d.stateDir, Self: layerfsBin, Volume: sessions.VolumeOff}); err == nil {
-		d2.Close()
-		t.Fatal("a restart with the Workspace's rules unreadable finished the landed commit")
+	// The daemon starts without it (see TestRestoreFailing).
+	d.restart(t, sessions.VolumeOff)
+	if h := d.Health(); len(h.Unrestored) != 1 || h.Unrestored[0].ID != w.ID {
+		t.Fatalf("a restart with the Workspace's rules unreadable: %+v", h)
+	}
+	if err := d.Daemon.Close(); err != nil {
+		t.Fatal(err)
 	}
 	checkNoMountsUnder(t, d.stateDir)
 	checkNoThreadSees(t, d.stateDir)

@@ -19,6 +19,7 @@ import (
 	"github.com/layerfs/layerfs"
 	"github.com/layerfs/layerfs/api"
 	"github.com/layerfs/layerfs/sessions"
+	"github.com/layerfs/layerfs/store"
 )
 
 var errInjected = errors.New("injected failure")
@@ -459,5 +460,70 @@ func TestLateRemovalAfterFailedSwitch(t *testing.T) {
 	}
 	if trash, _ := filepath.Glob(filepath.Join(d.stateDir, "ws", w.ID, "trash-*")); len(trash) != 0 {
 		t.Fatalf("left to remove: %v", trash)
+	}
+}
+
+// TestRestoreFailing: at a start, restoring one Workspace fails. The
+// daemon starts all the same and serves the others; the one it could
+// not restore is listed in its health, with why, and requests for it
+// say so; its directory, with its uncommitted changes, and its Lease
+// are kept; and the next start restores it. One Workspace that could
+// not be restored failed the whole start: none was usable.
+func TestRestoreFailing(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{Volume: sessions.VolumeOff})
+	a, b := d.create(t, "main"), d.create(t, "main")
+	d.sh(t, a.ID, "echo A >> a.txt && echo new > n.txt")
+	d.sh(t, b.ID, "echo B >> a.txt")
+	failed, ok := a, b // resume goes by the directories' names
+	if b.ID < a.ID {
+		failed, ok = b, a
+	}
+	if err := d.Daemon.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clear := failAt(t, sessions.FailpointResume, 1)
+	d.restart(t, sessions.VolumeOff)
+	clear()
+	h := d.Health()
+	if !h.OK || h.Workspaces != 1 || len(h.Unrestored) != 1 || h.Unrestored[0].ID != failed.ID ||
+		!strings.Contains(h.Unrestored[0].Error, errInjected.Error()) || h.Unrestored[0].Dir != filepath.Join(d.stateDir, "ws", failed.ID) {
+		t.Fatalf("health after the start: %+v", h)
+	}
+	if _, err := d.Inspect(failed.ID); !errors.Is(err, sessions.ErrNotFound) || !strings.Contains(err.Error(), "could not restore") ||
+		!strings.Contains(err.Error(), errInjected.Error()) {
+		t.Fatalf("inspect of the Workspace not restored: %v", err)
+	}
+	pending := map[string][]string{a.ID: {"a.txt", "n.txt"}, b.ID: {"a.txt"}}
+	in, err := d.Inspect(ok.ID)
+	if err != nil || !slices.Equal(in.Pending, pending[ok.ID]) {
+		t.Fatalf("the other Workspace: %+v, %v", in, err)
+	}
+	reads := map[string]string{a.ID: "a\nA\n", b.ID: "a\nB\n"}
+	if got := d.sh(t, ok.ID, "cat a.txt"); got != reads[ok.ID] {
+		t.Fatalf("the other Workspace reads %q, want %q", got, reads[ok.ID])
+	}
+	if kept, _ := filepath.Glob(filepath.Join(d.stateDir, "ws", failed.ID, "upper-*", "a.txt")); len(kept) != 1 {
+		t.Fatalf("the upperdir of the Workspace not restored: %v", kept)
+	}
+	leases, err := d.st.Backend().Leases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(leases, func(l store.Lease) bool { return l.ID == failed.ID && l.Commit.String() == failed.Lease }) {
+		t.Fatalf("the Lease of the Workspace not restored is gone: %+v", leases)
+	}
+	if err := d.Daemon.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d.restart(t, sessions.VolumeOff)
+	if h := d.Health(); h.Workspaces != 2 || len(h.Unrestored) != 0 {
+		t.Fatalf("health after the next start: %+v", h)
+	}
+	in, err = d.Inspect(failed.ID)
+	if err != nil || !slices.Equal(in.Pending, pending[failed.ID]) {
+		t.Fatalf("the Workspace restored at the next start: %+v, %v", in, err)
+	}
+	if got := d.sh(t, failed.ID, "cat a.txt"); got != reads[failed.ID] {
+		t.Fatalf("it reads %q, want %q", got, reads[failed.ID])
 	}
 }

@@ -87,6 +87,9 @@ type Daemon struct {
 	settled sync.Cond
 	closed  bool
 	metrics metrics
+	// unrestored holds the Workspaces restore could not bring back, by
+	// id (see unrestore).
+	unrestored map[string]api.Unrestored
 }
 
 // Start mounts the Store, restores the Workspaces recorded in the state
@@ -276,7 +279,7 @@ func (d *Daemon) restore() error {
 			continue
 		}
 		if err != nil {
-			d.log.Printf("skipping %s: %v", dir, err)
+			d.unrestore(e.Name(), err)
 			continue
 		}
 		w := &workspace{d: d, rec: *rec}
@@ -285,7 +288,8 @@ func (d *Daemon) restore() error {
 			// namespace holds a clone of its overlay, would keep the
 			// Store's FUSE mount alive.
 			w.detach()
-			return fmt.Errorf("restore workspace %s: %w", rec.ID, err)
+			d.unrestore(rec.ID, err)
+			continue
 		}
 		w.describe() // for List while a first commit holds it
 		d.ws[rec.ID] = w
@@ -294,13 +298,30 @@ func (d *Daemon) restore() error {
 	return d.dropOrphanLeases(gone)
 }
 
+// unrestore notes that the Workspace of directory ws/id could not be
+// restored, for err: the daemon starts without it rather than not at
+// all, which would leave every other Workspace unusable too. Its
+// directory — record, upperdirs, uncommitted changes — stays as it is,
+// and its Lease too (dropOrphanLeases), for the next start to try again;
+// Health lists it, and requests for it say why it is not there (get).
+func (d *Daemon) unrestore(id string, err error) {
+	dir := d.dir("ws", id)
+	d.log.Printf("workspace %s NOT restored: %v; its directory %s and its Lease are kept as they are, and the next start tries again", id, err, dir)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.unrestored == nil {
+		d.unrestored = map[string]api.Unrestored{}
+	}
+	d.unrestored[id] = api.Unrestored{ID: id, Dir: dir, Error: err.Error()}
+}
+
 // dropOrphanLeases releases the Leases that a daemon of this state
 // directory — the same host, path and instance (stateInstance) — took for
 // Workspaces it has no record of. A crash between taking a create's Lease
 // and saving its record, or between an end's retiring the record and
 // releasing the Lease, left them pinning their Commits for good. Restored
-// Workspaces hold theirs again (resume); a Workspace directory whose
-// record could not be read keeps its Lease. gone names the directories
+// Workspaces hold theirs again (resume); a Workspace directory that
+// could not be restored (unrestore) keeps its Lease. gone names the directories
 // restore is removing (their removal may still be under way).
 func (d *Daemon) dropOrphanLeases(gone map[string]bool) error {
 	leases, err := d.s.Leases()
@@ -314,7 +335,7 @@ func (d *Daemon) dropOrphanLeases(gone map[string]bool) error {
 		}
 		dir := d.dir("ws", l.ID)
 		if _, err := os.Stat(dir); err == nil && !isEnded(dir) && !gone[l.ID] {
-			continue // an unreadable record (restore skipped it): kept for its owner to see to
+			continue // not restored (unrestore): kept for the next start, or its owner, to see to
 		}
 		if err := d.s.DropLease(l.ID); err != nil {
 			return err
@@ -549,7 +570,11 @@ func holderDying(f *os.File) bool {
 func (d *Daemon) Health() api.Health {
 	d.mu.Lock()
 	h := api.Health{OK: !d.closed, Store: d.s.Path(), Workspaces: len(d.ws), Max: d.cfg.MaxWorkspaces, FUSE: d.dir("lower")}
+	for _, u := range d.unrestored {
+		h.Unrestored = append(h.Unrestored, u)
+	}
 	d.mu.Unlock()
+	sort.Slice(h.Unrestored, func(i, j int) bool { return h.Unrestored[i].ID < h.Unrestored[j].ID })
 	if !h.OK {
 		h.Problem = "shutting down"
 		return h
@@ -587,6 +612,9 @@ func (d *Daemon) get(id string) (*workspace, error) {
 		return nil, ErrClosed
 	}
 	w, ok := d.ws[id]
+	if u, was := d.unrestored[id]; !ok && was {
+		return nil, fmt.Errorf("workspace %q: %w: the daemon could not restore it at its start (%s); its files are kept in %s, and the next start tries again", id, ErrNotFound, u.Error, u.Dir)
+	}
 	if !ok {
 		return nil, fmt.Errorf("workspace %q: %w", id, ErrNotFound)
 	}

@@ -18,6 +18,10 @@ const (
 	// FailpointRebaseRename is a rebase's rename of the rewritten
 	// upperdir to the next generation, after the Store's Lease moved.
 	FailpointRebaseRename = "rebase-rename"
+	// FailpointResume is a restored Workspace's resume at a start, once
+	// its view is shown, before a commit it had not followed is
+	// finished.
+	FailpointResume = "resume"
 	// FailpointRemove is each removal the background remover makes
 	// (removeInBackground), before it: a test can hold the remover back
 	// there, as a machine busy with big removals does.

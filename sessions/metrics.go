@@ -26,6 +26,7 @@ func (d *Daemon) WriteMetrics(w io.Writer) {
 	}{
 		{"layerfs_workspaces", "live Workspaces", "gauge", int64(h.Workspaces)},
 		{"layerfs_workspaces_max", "cap on live Workspaces", "gauge", int64(h.Max)},
+		{"layerfs_workspaces_unrestored", "Workspaces the daemon could not bring back at its start (GET /health lists them)", "gauge", int64(len(h.Unrestored))},
 		{"layerfs_workspaces_created_total", "Workspaces created", "counter", m.created.Load()},
 		{"layerfs_workspaces_from_spare_total", "of those, made ahead of need (a fast create)", "counter", m.fromSpare.Load()},
 		{"layerfs_workspaces_ended_total", "Workspaces ended", "counter", m.ended.Load()},

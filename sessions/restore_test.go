@@ -1,11 +1,13 @@
 package sessions
 
 import (
+	"errors"
 	"io"
 	"log"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/layerfs/layerfs/store"
@@ -77,5 +79,11 @@ func TestRestoreDropsLeasesOfUnrecordedWorkspaces(t *testing.T) {
 	}
 	if _, err := os.Stat(d.dir("ws", "ws-unreadable", "state.json")); err != nil {
 		t.Errorf("the unreadable record: %v", err)
+	}
+	if u, ok := d.unrestored["ws-unreadable"]; !ok || len(d.unrestored) != 1 || !strings.Contains(u.Error, "workspace record") {
+		t.Errorf("not restored: %+v, want ws-unreadable alone, with its reason", d.unrestored)
+	}
+	if _, err := d.get("ws-unreadable"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "could not restore") {
+		t.Errorf("a request for the Workspace not restored: %v", err)
 	}
 }

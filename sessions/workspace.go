@@ -230,6 +230,9 @@ func (w *workspace) resume(leased object.ID) error {
 	if err := w.setup(); err != nil {
 		return err
 	}
+	if err := failpoint(FailpointResume); err != nil {
+		return err
+	}
 	if !landed.IsZero() {
 		_, _, err := w.finishLanded(landed)
 		return err
