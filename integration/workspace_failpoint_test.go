@@ -132,6 +132,23 @@ func TestDiscardAfterSwitchFailed(t *testing.T) {
 	}
 }
 
+// TestEndAfterSwitchFailed: after a commit whose switch failed, with
+// nothing written since, the Workspace ends without discard: what it
+// shows pending landed. It was refused, the landed changes taken for
+// uncommitted ones.
+func TestEndAfterSwitchFailed(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{Volume: sessions.VolumeOff})
+	w := d.create(t, "main")
+	d.sh(t, w.ID, "echo mine >> a.txt")
+	failSwitch(t, d, w.ID)
+	if err := d.End(w.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.read(t, "main", "a.txt"); got != "a\nmine\n" {
+		t.Fatalf("main's a.txt: %q", got)
+	}
+}
+
 // TestConflictAfterSwitchFailed: another commit changed a file, this
 // Workspace's commit, which changed it elsewhere, landed merged, but its
 // switch failed; then the Workspace changes the line the other commit

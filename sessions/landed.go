@@ -35,8 +35,8 @@ import (
 // shows commit's version. Dropping the upperdir would lose those writes.
 // It returns what the merge of what was written since reported (nil if
 // nothing needed one), and the files that now hold marker blocks: a
-// commit stops there, as at a conflict (catchUp). The running daemon
-// does the same before a commit or a discard (catchUp). Callers hold
+// commit stops there, as at a conflict. The running daemon does the
+// same before a commit, a discard or an end (catchUp). Callers hold
 // w.mu, and the view of the record's lease is shown.
 func (w *workspace) finishLanded(commit object.ID) (*publish.Result, []string, error) {
 	since, err := w.writtenSince(commit)
@@ -331,18 +331,18 @@ func (w *workspace) withContent(ch publish.Change, stage *store.Stage) (publish.
 
 // catchUp moves the Workspace onto the Commit its last commit landed as,
 // if the switch to that Commit's view failed and it went on with the
-// old view (unfollowed), as a restart would (finishLanded): a commit or
-// a discard calls it first. That Commit's changes are then no longer
-// pending, and what commands wrote since is, on it. A commit from the
-// old lease took that Commit's changes for its own again, and met its
-// own lines as another's: a line appended after such a commit, to a
-// file it changed, came back between marker blocks beside the commit's
-// own line. If what was written since must be merged with what another
-// commit changed before that Commit landed, and that leaves marker
-// blocks or unsettled paths, it returns the conflict for the commit to
-// report (and not go on); nil otherwise. Moving the upperdir
-// (settleLanded) ends the commands still running, as a conflict's
-// rebase does. Callers hold w.mu.
+// old view (unfollowed), as a restart would (finishLanded): a commit, a
+// discard, and an end that does not discard call it first. That
+// Commit's changes are then no longer pending, and what commands wrote
+// since is, on it. A commit from the old lease took that Commit's
+// changes for its own again, and met its own lines as another's: a line
+// appended after such a commit, to a file it changed, came back between
+// marker blocks beside the commit's own line. If what was written since
+// must be merged with what another commit changed before that Commit
+// landed, and that leaves marker blocks or unsettled paths, it returns
+// the conflict for the commit to report (and not go on); nil otherwise.
+// Moving the upperdir (settleLanded) ends the commands still running, as
+// a conflict's rebase does. Callers hold w.mu.
 func (w *workspace) catchUp() (*api.CommitResult, error) {
 	commit := w.unfollowed
 	if commit.IsZero() {

@@ -49,8 +49,8 @@ type workspace struct {
 	described atomic.Pointer[api.Workspace]
 	// unfollowed is the Commit the Workspace's last commit landed as, if
 	// the switch to its view failed and the Workspace is still on the
-	// record's lease (backOut), which the next commit or discard moves
-	// it onto first (catchUp); zero if none. Guarded by mu. A restart
+	// record's lease (backOut), which the next commit, discard or end
+	// moves it onto first (catchUp); zero if none. Guarded by mu. A restart
 	// finds it in the Store's lease (landedBeforeCrash).
 	unfollowed object.ID
 }
@@ -767,6 +767,11 @@ func (d *Daemon) End(id string, discard bool) error {
 		return err // by another end meanwhile
 	}
 	if !discard {
+		// What its last commit landed, should it not have followed it,
+		// is not pending: it moves onto that Commit first.
+		if _, err := w.catchUp(); err != nil {
+			return fmt.Errorf("end %s: %w", id, err)
+		}
 		pending, err := w.pending()
 		if err != nil {
 			return fmt.Errorf("end %s: %w", id, err)
