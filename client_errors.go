@@ -39,6 +39,10 @@ var (
 	// ErrCommandsRunning: a commit while processes the Workspace started
 	// still run (commands_running).
 	ErrCommandsRunning = errors.New("commands still run in the workspace")
+	// ErrFileChanged: a commit that read a file while a command or an
+	// editor wrote it, which published nothing: commit again
+	// (file_changed). It is publish.ErrChanged.
+	ErrFileChanged = publish.ErrChanged
 	// ErrCommandNotFound: exec of a program that is not there
 	// (command_not_found; a shell's 127).
 	ErrCommandNotFound = errors.New("command not found")
@@ -59,6 +63,7 @@ var codeErrors = map[string]error{
 	api.CodeMarkers:    ErrMarkers,
 	api.CodeUnsettled:  ErrUnsettled,
 	api.CodeRunning:    ErrCommandsRunning,
+	api.CodeChanged:    ErrFileChanged,
 	api.CodeNoCommand:  ErrCommandNotFound,
 	api.CodeCannotRun:  ErrCannotRun,
 	api.CodeUnhealthy:  ErrUnhealthy,

@@ -22,7 +22,7 @@ func TestAPIErrorIsSentinel(t *testing.T) {
 	serveUnix(t, sock, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := <-code
 		status := map[string]int{api.CodeNotFound: 404, api.CodeCap: 429, api.CodeDirty: 409, api.CodeMarkers: 409,
-			api.CodeUnsettled: 409, api.CodeRunning: 409, api.CodeUnhealthy: 503, api.CodeInternal: 500}[c]
+			api.CodeUnsettled: 409, api.CodeRunning: 409, api.CodeChanged: 409, api.CodeUnhealthy: 503, api.CodeInternal: 500}[c]
 		if status == 0 {
 			status = 400
 		}
@@ -57,6 +57,7 @@ func TestAPIErrorIsSentinel(t *testing.T) {
 		{api.CodeMarkers, ErrMarkers},
 		{api.CodeUnsettled, ErrUnsettled},
 		{api.CodeRunning, ErrCommandsRunning},
+		{api.CodeChanged, ErrFileChanged},
 		{api.CodeNoCommand, ErrCommandNotFound},
 		{api.CodeCannotRun, ErrCannotRun},
 		{api.CodeUnhealthy, ErrUnhealthy},

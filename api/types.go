@@ -259,8 +259,11 @@ const (
 	CodeMarkers    = "conflict_markers"
 	CodeUnsettled  = "conflict_unsettled"
 	CodeRunning    = "commands_running"
-	CodeInternal   = "internal"
-	CodeUnhealthy  = "unhealthy" // GET /health, 503: see Health.Problem
+	// A file changed while the commit read it (a command left running,
+	// an editor at the host path): nothing was published; commit again.
+	CodeChanged   = "file_changed"
+	CodeInternal  = "internal"
+	CodeUnhealthy = "unhealthy" // GET /health, 503: see Health.Problem
 	// An exec's program is missing, or cannot be run: ws exec exits 127
 	// and 126 for them, as a shell does.
 	CodeNoCommand = "command_not_found"

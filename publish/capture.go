@@ -276,16 +276,27 @@ func (cw *capturer) file(f *os.File, path, lowerPath string, e store.Entry, lowe
 	} else if meta {
 		return cw.metacopy(f, path, lowerPath, e, lower)
 	}
+	// The file read is the one opened, whatever was at path when its
+	// directory was read: its metadata, and the size, mtime and ctime
+	// that tell whether it changed while it was read (capture_changed.go).
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return err
+		return fmt.Errorf("%s: fstat: %w", path, err)
 	}
+	e = entryOf(e.Name, &st)
+	e.Type = store.TypeFile
+	callAfterStat(path)
 	var content extents.File
+	var snapshot bool
 	var err error
 	if cw.data != nil && cw.cap.Content != nil && lower != nil && lower.Type == store.TypeFile && st.Size >= DataFileMin {
-		content, err = cw.cloned(f, st.Size, lowerPath, &e, lower)
+		content, snapshot, err = cw.cloned(f, st.Size, lowerPath, &e, lower)
 	} else {
 		content, err = cw.fileContent(f, st.Size, lowerPath, &e, lower, true)
+	}
+	if !snapshot && (err != nil || cw.cap.Content != nil) {
+		// A dry capture, never published, takes what it read.
+		err = checkUnchanged(f, &st, content, err)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -303,14 +314,16 @@ func (cw *capturer) file(f *os.File, path, lowerPath string, e store.Entry, lowe
 // clone, at the clone's size. Else capture reads f, whose pages are
 // cached, and keeps the clone only if f still shares every block with it
 // afterwards and has its size: nothing wrote f since the clone, so what
-// capture read is the clone's bytes.
-func (cw *capturer) cloned(f *os.File, size int64, lowerPath string, e, lower *store.Entry) (extents.File, error) {
+// capture read is the clone's bytes. snapshot says the content was read
+// from the clone, which nothing writes, rather than from f.
+func (cw *capturer) cloned(f *os.File, size int64, lowerPath string, e, lower *store.Entry) (content extents.File, snapshot bool, err error) {
 	if content, ok, err := cw.patchThenClone(f, size, lower); ok || err != nil {
-		return content, err
+		return content, false, err
 	}
 	tmp, err := cw.data.Clone(f)
 	if err != nil {
-		return cw.fileContent(f, size, lowerPath, e, lower, true) // no data file: copy-ups read FUSE
+		content, err := cw.fileContent(f, size, lowerPath, e, lower, true) // no data file: copy-ups read FUSE
+		return content, false, err
 	}
 	keep := false
 	defer func() {
@@ -320,15 +333,14 @@ func (cw *capturer) cloned(f *os.File, size int64, lowerPath string, e, lower *s
 	}()
 	c, err := os.Open(tmp)
 	if err != nil {
-		return extents.File{}, err
+		return extents.File{}, false, err
 	}
 	defer c.Close()
 	var st unix.Stat_t
 	if err := unix.Fstat(int(c.Fd()), &st); err != nil {
-		return extents.File{}, err
+		return extents.File{}, false, err
 	}
 	cloneSize := st.Size // f may have grown or shrunk since its size was taken
-	var content extents.File
 	old := extents.File{ID: lower.ID, Size: lower.Size}
 	ranges, err := []extents.Range(nil), errNoExtents
 	if data := cw.data.DataFile(lower.ID); data != "" && lower.Size >= extents.SmallFileMax {
@@ -336,25 +348,26 @@ func (cw *capturer) cloned(f *os.File, size int64, lowerPath string, e, lower *s
 	}
 	if err == nil {
 		if content, err = cw.applyRanges(c, cloneSize, old, ranges); err != nil {
-			return extents.File{}, err
+			return extents.File{}, false, err
 		}
+		snapshot = true // read from the clone, which nothing writes
 	} else {
 		// The block maps were compared, through the clone: not again.
 		if content, err = cw.fileContent(f, size, lowerPath, e, lower, false); err != nil {
-			return extents.File{}, err
+			return extents.File{}, false, err
 		}
 		if content.Size != cloneSize || unix.Fstat(int(f.Fd()), &st) != nil || st.Size != cloneSize {
-			return content, nil
+			return content, false, nil
 		}
 		if same, err := sameBlocks(f, c, cloneSize); err != nil || !same {
-			return content, nil
+			return content, false, nil
 		}
 	}
 	if content.Size == cloneSize && (content.ID != lower.ID || content.Size != lower.Size) {
 		keep = true
 		cw.cap.Clones = append(cw.cap.Clones, Clone{Tmp: tmp, ID: content.ID})
 	}
-	return content, nil
+	return content, snapshot, nil
 }
 
 // fileContent stores the content of upper file f, size bytes, whose lower

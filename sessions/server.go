@@ -444,6 +444,8 @@ func errorStatus(err error) (int, string) {
 		return http.StatusConflict, api.CodeUnsettled
 	case errors.Is(err, ErrRunning):
 		return http.StatusConflict, api.CodeRunning
+	case errors.Is(err, publish.ErrChanged):
+		return http.StatusConflict, api.CodeChanged
 	case errors.Is(err, ErrBadRequest), errors.Is(err, store.ErrBadName), errors.Is(err, store.ErrBadPath):
 		return http.StatusBadRequest, api.CodeBadRequest
 	case errors.Is(err, ErrClosed):

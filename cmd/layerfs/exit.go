@@ -116,4 +116,5 @@ var apiExitCodes = map[string]int{
 	api.CodeNoCommand:  127,
 	api.CodeCannotRun:  126,
 	api.CodeRunning:    exitConflict,
+	api.CodeChanged:    exitConflict,
 }
