@@ -5,18 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/layerfs/layerfs/extents"
+	"github.com/layerfs/layerfs/internal/longpath"
 	"github.com/layerfs/layerfs/store"
 )
 
@@ -234,70 +233,17 @@ func (x *exporter) meta(e *store.Entry, path string) error {
 	})
 }
 
-// inDir runs op on path as a directory fd and a name in it: the current
-// directory and path itself where path fits in PATH_MAX, as nearly every
-// one does. A longer one — the Store holds paths up to 4095 bytes, and an
-// export puts its target's in front — is reached a run of components at a
-// time (O_PATH opens, each under PATH_MAX). An error names the path.
+// inDir, openLong and openLongDir reach paths of any length: see
+// internal/longpath.
 func inDir(path, what string, op func(dir int, name string) error) error {
-	if len(path) < unix.PathMax {
-		if err := op(unix.AT_FDCWD, path); err != nil {
-			return &fs.PathError{Op: what, Path: path, Err: err}
-		}
-		return nil
-	}
-	dirPath, name := filepath.Split(path)
-	dir, err := openLongDir(filepath.Clean(dirPath))
-	if err != nil {
-		return &fs.PathError{Op: what, Path: path, Err: err}
-	}
-	defer unix.Close(dir)
-	if err := op(dir, name); err != nil {
-		return &fs.PathError{Op: what, Path: path, Err: err}
-	}
-	return nil
+	return longpath.At(path, what, op)
 }
 
-// openLong opens path, of any length (see inDir), with flags, and perm
-// for a file it creates.
 func openLong(path string, flags int, perm uint32) (*os.File, error) {
-	var f *os.File
-	err := inDir(path, "open", func(dir int, name string) error {
-		fd, err := unix.Openat(dir, name, flags|unix.O_CLOEXEC, perm)
-		if err == nil {
-			f = os.NewFile(uintptr(fd), path)
-		}
-		return err
-	})
-	return f, err
+	return longpath.Open(path, flags, perm)
 }
 
-// openLongDir opens directory path, of any length, O_PATH.
-func openLongDir(path string) (int, error) {
-	dir, rest := unix.AT_FDCWD, path
-	for rest != "" {
-		// The longest run of whole components under PATH_MAX (the first
-		// may be absolute; the rest are relative to the one before).
-		run := rest
-		if len(run) >= unix.PathMax {
-			cut := strings.LastIndexByte(rest[:unix.PathMax-1], '/')
-			if cut <= 0 {
-				return -1, unix.ENAMETOOLONG
-			}
-			run = rest[:cut]
-		}
-		rest = strings.TrimLeft(rest[len(run):], "/")
-		fd, err := unix.Openat(dir, run, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if dir != unix.AT_FDCWD {
-			unix.Close(dir)
-		}
-		if err != nil {
-			return -1, err
-		}
-		dir = fd
-	}
-	return dir, nil
-}
+func openLongDir(path string) (int, error) { return longpath.OpenDir(path) }
 
 func (x *exporter) finish() error {
 	close(x.jobs)
