@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/internal/longpath"
 	"github.com/layerfs/layerfs/internal/ovl"
 	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/publish"
@@ -166,7 +166,7 @@ func (w *workspace) copyUpRenamed(rel string, cr *carry) error {
 // writing does, and changes nothing else (not following a symlink, not
 // waiting on a FIFO a command may have put there since).
 func copyUpFile(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	f, err := longpath.Open(path, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return goneOK(err)
 	}
@@ -220,7 +220,7 @@ func (cr *carry) move(oldUpper, newUpper string, log func(string, ...any)) {
 	// Moving entries in touched the directories' times: they get the
 	// Commit's.
 	for _, dir := range dirs {
-		unix.UtimesNanoAt(unix.AT_FDCWD, filepath.Join(newUpper, dir.path), dir.times[:], unix.AT_SYMLINK_NOFOLLOW)
+		utimesL(filepath.Join(newUpper, dir.path), dir.times[:])
 	}
 	cr.settleOpaque(newUpper, log)
 	slices.SortFunc(cr.dropped, func(a, b api.UncommittedPath) int { return strings.Compare(a.Path, b.Path) })
@@ -232,10 +232,10 @@ func (cr *carry) move(oldUpper, newUpper string, log func(string, ...any)) {
 func (cr *carry) settleOpaque(upper string, log func(string, ...any)) {
 	for _, dir := range cr.opaque {
 		p := filepath.Join(upper, dir)
-		if err := unix.Lremovexattr(p, ovl.Redirect); err != nil && !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.ENOENT) {
+		if err := removexattrL(p, ovl.Redirect); err != nil && !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.ENOENT) {
 			log("make %s opaque: %v", dir, err)
 		}
-		if err := unix.Lsetxattr(p, ovl.Opaque, []byte("y"), 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		if err := setxattrL(p, ovl.Opaque, []byte("y")); err != nil && !errors.Is(err, unix.ENOENT) {
 			log("make %s opaque: %v", dir, err)
 		}
 	}
@@ -261,13 +261,13 @@ func (cr *carry) moveOne(oldUpper, newUpper, path string, made map[string]bool, 
 			return err
 		}
 		p := filepath.Join(newUpper, dir)
-		if err := unix.Mkdir(p, 0o700); err != nil {
+		if err := mkdirL(p, 0o700); err != nil {
 			return fmt.Errorf("mkdir %s: %w", dir, err)
 		}
-		if err := unix.Lchown(p, int(e.UID), int(e.GID)); err != nil {
+		if err := lchownL(p, int(e.UID), int(e.GID)); err != nil {
 			return err
 		}
-		if err := unix.Chmod(p, e.Mode&0o7777); err != nil {
+		if err := chmodL(p, e.Mode&0o7777); err != nil {
 			return err
 		}
 		made[dir] = true
@@ -275,7 +275,7 @@ func (cr *carry) moveOne(oldUpper, newUpper, path string, made map[string]bool, 
 		*dirs = append(*dirs, madeDir{dir, [2]unix.Timespec{t, t}})
 	}
 	rel := filepath.FromSlash(path)
-	return os.Rename(filepath.Join(oldUpper, rel), filepath.Join(newUpper, rel))
+	return renameL(filepath.Join(oldUpper, rel), filepath.Join(newUpper, rel))
 }
 
 // returnCarried moves back into the upperdir what a commit or discard had
@@ -297,7 +297,12 @@ func (w *workspace) returnCarried(from string) {
 // name, and merges the directories both hold, giving dst's the times of
 // src's; it returns how many entries moved.
 func mergeBack(src, dst string) int {
-	entries, err := os.ReadDir(src)
+	dir, err := longpath.Open(src, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return 0
+	}
+	entries, err := dir.ReadDir(-1)
+	dir.Close()
 	if err != nil {
 		return 0
 	}
@@ -305,17 +310,17 @@ func mergeBack(src, dst string) int {
 	for _, e := range entries {
 		s, d := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
 		var st, sst unix.Stat_t
-		switch err := unix.Lstat(d, &st); {
+		switch err := lstatL(d, &st); {
 		case errors.Is(err, unix.ENOENT):
-			if os.Rename(s, d) == nil {
+			if renameL(s, d) == nil {
 				n++
 			}
-		case err == nil && e.IsDir() && st.Mode&unix.S_IFMT == unix.S_IFDIR && unix.Lstat(s, &sst) == nil:
+		case err == nil && e.IsDir() && st.Mode&unix.S_IFMT == unix.S_IFDIR && lstatL(s, &sst) == nil:
 			if k := mergeBack(s, d); k > 0 {
 				n += k
-				unix.UtimesNanoAt(unix.AT_FDCWD, d, []unix.Timespec{sst.Atim, sst.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
+				utimesL(d, []unix.Timespec{sst.Atim, sst.Mtim})
 			}
-			os.Remove(s) // if now empty
+			removeL(s) // if now empty
 		}
 	}
 	return n

@@ -1,12 +1,12 @@
 package sessions
 
 import (
-	"os"
 	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/layerfs/layerfs/internal/longpath"
 	"github.com/layerfs/layerfs/internal/ovl"
 )
 
@@ -52,7 +52,7 @@ type seenDir struct {
 const keptSettle = time.Second
 
 func newKeptScan(upper string, seen map[string]seenDir) *keptScan {
-	return &keptScan{upper: upper, has: ovl.Has, settled: time.Now().Add(-keptSettle).UnixNano(),
+	return &keptScan{upper: upper, has: hasXattrL, settled: time.Now().Add(-keptSettle).UnixNano(),
 		seen: seen, next: map[string]seenDir{}}
 }
 
@@ -60,7 +60,7 @@ func newKeptScan(upper string, seen map[string]seenDir) *keptScan {
 func (s *keptScan) entry(rel string) error {
 	abs := filepath.Join(s.upper, rel)
 	var st unix.Stat_t
-	if err := unix.Lstat(abs, &st); err != nil {
+	if err := lstatL(abs, &st); err != nil {
 		return goneOK(err)
 	}
 	switch st.Mode & unix.S_IFMT {
@@ -105,7 +105,7 @@ func (s *keptScan) dir(rel string, st *unix.Stat_t) error {
 	for _, name := range d.subdirs {
 		sub := filepath.Join(rel, name)
 		var sst unix.Stat_t
-		if err := unix.Lstat(filepath.Join(s.upper, sub), &sst); err != nil || sst.Mode&unix.S_IFMT != unix.S_IFDIR {
+		if err := lstatL(filepath.Join(s.upper, sub), &sst); err != nil || sst.Mode&unix.S_IFMT != unix.S_IFDIR {
 			// Gone from a directory that did not change: not as it
 			// was seen after all. Read it entry by entry.
 			delete(s.next, rel)
@@ -123,7 +123,7 @@ func (s *keptScan) dir(rel string, st *unix.Stat_t) error {
 func (s *keptScan) read(rel string, st *unix.Stat_t) error {
 	s.reads++
 	abs := filepath.Join(s.upper, rel)
-	f, err := os.Open(abs)
+	f, err := longpath.Open(abs, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return goneOK(err)
 	}
@@ -153,7 +153,7 @@ func (s *keptScan) read(rel string, st *unix.Stat_t) error {
 				continue
 			}
 			var sst unix.Stat_t
-			if err := unix.Lstat(subAbs, &sst); err != nil {
+			if err := lstatL(subAbs, &sst); err != nil {
 				if err := goneOK(err); err != nil {
 					return err
 				}

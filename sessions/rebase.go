@@ -192,7 +192,8 @@ func (w *workspace) planRebase(res *publish.Result, c *publish.Capture, opaque [
 			rl.add(rebaseStep{Op: stepMkdir, Path: dir})
 		}
 		full := filepath.Join(upper, filepath.FromSlash(p))
-		_, err := os.Lstat(full)
+		var st unix.Stat_t
+		err := lstatL(full, &st)
 		i := rl.add(rebaseStep{Op: stepWrite, Path: p, Had: err == nil})
 		return stage(full, rl.staged(i))
 	}
@@ -244,8 +245,8 @@ func (w *workspace) planRebase(res *publish.Result, c *publish.Capture, opaque [
 	}
 	for _, dir := range opaque {
 		p := filepath.Join(upper, dir)
-		redirect, rerr := ovl.Get(p, ovl.Redirect)
-		was, oerr := ovl.Get(p, ovl.Opaque)
+		redirect, rerr := getxattrL(p, ovl.Redirect)
+		was, oerr := getxattrL(p, ovl.Opaque)
 		if err := errors.Join(goneOK(rerr), goneOK(oerr)); err != nil {
 			return rl, nil, nil, err
 		}
@@ -260,7 +261,8 @@ func (w *workspace) planRebase(res *publish.Result, c *publish.Capture, opaque [
 func missingDirs(upper, p string, made map[string]bool) []string {
 	var missing []string
 	for dir := path.Dir(p); dir != "." && !made[dir]; dir = path.Dir(dir) {
-		if _, err := os.Lstat(filepath.Join(upper, filepath.FromSlash(dir))); err == nil {
+		var st unix.Stat_t
+		if err := lstatL(filepath.Join(upper, filepath.FromSlash(dir)), &st); err == nil {
 			break
 		}
 		made[dir] = true
@@ -276,8 +278,9 @@ func missingDirs(upper, p string, made map[string]bool) []string {
 // the place of what is there.
 func stageUpper(full, staged, path string, data []byte) error {
 	mode := os.FileMode(0o644)
-	if fi, err := os.Lstat(full); err == nil && fi.Mode().IsRegular() {
-		mode = fi.Mode().Perm()
+	var st unix.Stat_t
+	if err := lstatL(full, &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFREG {
+		mode = os.FileMode(st.Mode & 0o777)
 	}
 	err := os.WriteFile(staged, data, mode)
 	if err == nil {

@@ -132,12 +132,12 @@ func (l *rebaseLog) applyStep(i int, s rebaseStep, upper string, logf func(strin
 	full := filepath.Join(upper, filepath.FromSlash(s.Path))
 	switch s.Op {
 	case stepMkdir:
-		return os.Mkdir(full, 0o755)
+		return mkdirL(full, 0o755)
 	case stepWrite:
 		if err := moveOut(full, l.kept(i)); err != nil {
 			return err
 		}
-		return os.Rename(l.staged(i), full)
+		return renameL(l.staged(i), full)
 	case stepRemove:
 		return moveOut(full, l.kept(i))
 	case stepRemoveEmpty:
@@ -146,10 +146,10 @@ func (l *rebaseLog) applyStep(i int, s rebaseStep, upper string, logf func(strin
 		}
 		return moveOut(full, l.kept(i))
 	case stepOpaque:
-		if err := unix.Lremovexattr(full, ovl.Redirect); err != nil && !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.ENOENT) {
+		if err := removexattrL(full, ovl.Redirect); err != nil && !errors.Is(err, unix.ENODATA) && !errors.Is(err, unix.ENOENT) {
 			logf("make %s opaque: %v", s.Path, err)
 		}
-		if err := unix.Lsetxattr(full, ovl.Opaque, []byte("y"), 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		if err := setxattrL(full, ovl.Opaque, []byte("y")); err != nil && !errors.Is(err, unix.ENOENT) {
 			logf("make %s opaque: %v", s.Path, err)
 		}
 		return nil
@@ -159,7 +159,7 @@ func (l *rebaseLog) applyStep(i int, s rebaseStep, upper string, logf func(strin
 
 // moveOut moves the entry at full to kept, if there is one.
 func moveOut(full, kept string) error {
-	if err := os.Rename(full, kept); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := renameL(full, kept); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
@@ -182,14 +182,14 @@ func (l *rebaseLog) undoStep(i int, s rebaseStep, upper string) error {
 	full := filepath.Join(upper, filepath.FromSlash(s.Path))
 	switch s.Op {
 	case stepMkdir:
-		return goneOK(os.Remove(full))
+		return goneOK(removeL(full))
 	case stepWrite:
 		if !s.Had {
-			return goneOK(os.Remove(full)) // made by the step, if it was
+			return goneOK(removeL(full)) // made by the step, if it was
 		}
-		return goneOK(os.Rename(l.kept(i), full))
+		return goneOK(renameL(l.kept(i), full))
 	case stepRemove, stepRemoveEmpty:
-		return goneOK(os.Rename(l.kept(i), full))
+		return goneOK(renameL(l.kept(i), full))
 	case stepOpaque:
 		return errors.Join(restoreXattr(full, ovl.Redirect, s.Redirect), restoreXattr(full, ovl.Opaque, s.Opaque))
 	}
@@ -201,11 +201,11 @@ func (l *rebaseLog) undoStep(i int, s rebaseStep, upper string) error {
 func restoreXattr(p, name, value string) error {
 	var err error
 	if value == "" {
-		if err = unix.Lremovexattr(p, name); errors.Is(err, unix.ENODATA) {
+		if err = removexattrL(p, name); errors.Is(err, unix.ENODATA) {
 			err = nil
 		}
 	} else {
-		err = unix.Lsetxattr(p, name, []byte(value), 0)
+		err = setxattrL(p, name, []byte(value))
 	}
 	return goneOK(err)
 }

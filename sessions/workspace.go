@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/layerfs/layerfs/api"
+	"github.com/layerfs/layerfs/internal/longpath"
 	"github.com/layerfs/layerfs/internal/ovl"
 	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/publish"
@@ -442,7 +443,7 @@ func (w *workspace) captureIfAny(capture func(*store.Store, publish.Upper) (*pub
 
 // dirEmpty reports whether directory dir has no entries.
 func dirEmpty(dir string) (bool, error) {
-	f, err := os.Open(dir)
+	f, err := longpath.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return false, err
 	}
