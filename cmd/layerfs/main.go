@@ -187,8 +187,9 @@ Exit codes:
   4  conflict: the branch changed the same path, overlapping edits; also already
      exists, ambiguous ref prefix, edit text found more than once, uncommitted
      changes, conflict markers left or a conflict not settled, commands still
-     running at a commit, the Workspace cap, a state directory or socket in
-     use, a state directory of another Store, deleting a leased branch
+     running at a commit, a file that changed while a commit read it, the
+     Workspace cap, a state directory or socket in use, a state directory of
+     another Store, deleting a leased branch
   5  the Store is damaged (corrupt or missing objects)
   6  unsupported: a Store on an unsupported filesystem, a newer format, not a Store
   ws exec exits with its command's own status; 127 if its program is not
