@@ -226,7 +226,7 @@ type Health struct {
 	// Unrestored lists the Workspaces recorded in the state directory
 	// that the daemon could not bring back at its start; the others
 	// serve. Their files and Leases are kept as they were, and the next
-	// start tries again.
+	// start tries again; an end with discard removes one for good.
 	Unrestored []Unrestored `json:"unrestored,omitempty"`
 }
 

@@ -2,8 +2,11 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -542,5 +545,70 @@ func TestRestoreFailing(t *testing.T) {
 	}
 	if got := d.sh(t, failed.ID, "cat a.txt"); got != reads[failed.ID] {
 		t.Fatalf("it reads %q, want %q", got, reads[failed.ID])
+	}
+}
+
+// TestEndUnrestored: a Workspace the daemon could not restore at its
+// start can be given up through the API. An end without discard is
+// refused, as for any Workspace with changes, and says discard removes it
+// for good; with discard it goes: its Lease, its directory, its entry in
+// the health. Before, it answered 404 to either: only fixing the cause
+// and restarting got rid of it.
+func TestEndUnrestored(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n"}, sessions.Config{Volume: sessions.VolumeOff})
+	ws := d.create(t, "main")
+	d.sh(t, ws.ID, "echo A >> a.txt")
+	if err := d.Daemon.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clear := failAt(t, sessions.FailpointResume, 1)
+	d.restart(t, sessions.VolumeOff)
+	clear()
+	dir := filepath.Join(d.stateDir, "ws", ws.ID)
+	end := func(query string) (int, api.Error) {
+		rec := httptest.NewRecorder()
+		d.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodDelete, "/workspaces/"+ws.ID+query, nil))
+		var body api.Error
+		json.Unmarshal(rec.Body.Bytes(), &body)
+		return rec.Code, body
+	}
+	if code, body := end(""); code != http.StatusConflict || body.Code != api.CodeDirty ||
+		!strings.Contains(body.Error, "could not restore") || !strings.Contains(body.Error, "discard") {
+		t.Fatalf("end without discard: %d %+v", code, body)
+	}
+	if h := d.Health(); len(h.Unrestored) != 1 {
+		t.Fatalf("health after the refused end: %+v", h)
+	}
+	if kept, _ := filepath.Glob(filepath.Join(dir, "upper-*", "a.txt")); len(kept) != 1 {
+		t.Fatalf("the refused end touched the upperdir: %v", kept)
+	}
+	if code, body := end("?discard=1"); code != http.StatusOK {
+		t.Fatalf("end with discard: %d %+v", code, body)
+	}
+	if h := d.Health(); len(h.Unrestored) != 0 || h.Workspaces != 0 {
+		t.Fatalf("health after the end: %+v", h)
+	}
+	leases, err := d.st.Backend().Leases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(leases, func(l store.Lease) bool { return l.ID == ws.ID }) {
+		t.Fatalf("its Lease is still there: %+v", leases)
+	}
+	if _, err := d.Inspect(ws.ID); !errors.Is(err, sessions.ErrNotFound) || strings.Contains(err.Error(), "could not restore") {
+		t.Fatalf("inspect after the end: %v", err)
+	}
+	if code, body := end("?discard=1"); code != http.StatusNotFound {
+		t.Fatalf("a second end: %d %+v", code, body)
+	}
+	if err := d.Daemon.Close(); err != nil { // waits for the removal
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("its directory: %v", err)
+	}
+	d.restart(t, sessions.VolumeOff)
+	if h := d.Health(); h.Workspaces != 0 || len(h.Unrestored) != 0 {
+		t.Fatalf("health after the next start: %+v", h)
 	}
 }

@@ -613,7 +613,7 @@ func (d *Daemon) get(id string) (*workspace, error) {
 	}
 	w, ok := d.ws[id]
 	if u, was := d.unrestored[id]; !ok && was {
-		return nil, fmt.Errorf("workspace %q: %w: the daemon could not restore it at its start (%s); its files are kept in %s, and the next start tries again", id, ErrNotFound, u.Error, u.Dir)
+		return nil, fmt.Errorf("workspace %q: %w: the daemon could not restore it at its start (%s); its files are kept in %s, and the next start tries again (or end it with discard, ws end --discard, to remove it for good)", id, ErrNotFound, u.Error, u.Dir)
 	}
 	if !ok {
 		return nil, fmt.Errorf("workspace %q: %w", id, ErrNotFound)

@@ -86,4 +86,23 @@ func TestRestoreDropsLeasesOfUnrecordedWorkspaces(t *testing.T) {
 	if _, err := d.get("ws-unreadable"); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "could not restore") {
 		t.Errorf("a request for the Workspace not restored: %v", err)
 	}
+	// Given up: refused without discard, removed for good with it.
+	if err := d.End("ws-unreadable", false); !errors.Is(err, ErrDirty) || !strings.Contains(err.Error(), "discard") {
+		t.Errorf("an end without discard of the Workspace not restored: %v", err)
+	}
+	if err := d.End("ws-unreadable", true); err != nil {
+		t.Errorf("an end with discard of the Workspace not restored: %v", err)
+	}
+	janitor.waitIdle()
+	if leases, err := s.Leases(); err != nil || len(leases) != 1 || leases[0].ID != "ws-other" {
+		t.Errorf("leases after its end: %+v, %v", leases, err)
+	}
+	for _, p := range []string{d.dir("ws", "ws-unreadable"), d.dir("mnt", "ws-unreadable")} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s after its end: %v", p, err)
+		}
+	}
+	if _, err := d.get("ws-unreadable"); !errors.Is(err, ErrNotFound) || len(d.unrestored) != 0 {
+		t.Errorf("a request after its end: %v (not restored: %+v)", err, d.unrestored)
+	}
 }

@@ -756,8 +756,13 @@ func (w *workspace) prepareDiscardCarry() (*carry, error) {
 // End unmounts a Workspace, removes its upperdir and releases its Lease
 // (store.DropLeaseSoon);
 // processes still running in it are killed. A Workspace with uncommitted
-// changes is refused unless discard is set.
+// changes is refused unless discard is set. A Workspace the daemon could
+// not restore at its start is removed for good with discard, and refused
+// without (endUnrestored).
 func (d *Daemon) End(id string, discard bool) error {
+	if ok, err := d.endUnrestored(id, discard); ok {
+		return err
+	}
 	w, err := d.get(id)
 	if err != nil {
 		return err
