@@ -371,3 +371,92 @@ func TestWorkspaceRebaseOnFullVolume(t *testing.T) {
 	d.sh(t, b.ID, "echo 'one by a and b' > t.txt; echo 's by a and b' > s.txt")
 	d.commit(t, b.ID, api.StatusCommitted)
 }
+
+// TestEvictionWhileUnrestored: the data layer evicts by the views of
+// live Workspaces only; one the daemon could not restore at a start has
+// none, yet its upperdir holds a file copied up metadata only (chmod,
+// rename) whose data was, when it was written, the data file of the
+// content it had. That data file is evicted while the Workspace waits;
+// the next start restores it and it reads its file whole: the new
+// overlay's lookups ask the Store's mount again, which no longer names
+// the data file, and the upperdir names none itself.
+func TestEvictionWhileUnrestored(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	mountFS(t, "btrfs", state)
+	// The data layer keeps a quarter of this: one version of big.bin.
+	cfg := sessions.Config{StateDir: state, VolumeSize: 40 << 20}
+	const size = 8 << 20
+	model := randomBytes(12, size)
+	src := filepath.Join(t.TempDir(), "src")
+	os.MkdirAll(src, 0o755)
+	if err := os.WriteFile(filepath.Join(src, "big.bin"), model, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := startDaemonFrom(t, src, cfg)
+	edit := func(off int) {
+		t.Helper()
+		w := d.create(t, "main")
+		d.sh(t, w.ID, "printf XYZ | dd of=big.bin bs=1 seek="+strconv.Itoa(off)+" conv=notrunc status=none")
+		d.commit(t, w.ID, api.StatusCommitted)
+		if err := d.End(w.ID, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit(1000)
+	data := dataFile(t, d, "main", "big.bin")
+	v1 := []byte(d.read(t, "main", "big.bin"))
+	waiting := d.create(t, "main")
+	d.sh(t, waiting.ID, "chmod 600 big.bin && mv big.bin moved.bin")
+	if got := d.sh(t, waiting.ID, "cat moved.bin"); got != string(v1) {
+		t.Fatal("moved.bin differs from big.bin before the restart")
+	}
+	// What the test is about: the upperdir's file is a metacopy.
+	upper := filepath.Join(state, "ws", waiting.ID, "upper-0", "moved.bin")
+	if _, err := unix.Lgetxattr(upper, "trusted.overlay.metacopy", nil); err != nil {
+		t.Fatalf("the upperdir's moved.bin is not a metacopy: %v", err)
+	}
+	redirect := make([]byte, 256)
+	if n, err := unix.Lgetxattr(upper, "trusted.overlay.redirect", redirect); err == nil {
+		t.Logf("the upperdir's moved.bin redirects to %q", redirect[:n])
+	}
+	restart := func() {
+		t.Helper()
+		d2, err := sessions.Start(sessions.Config{Store: d.st.Backend(), StateDir: state, Self: layerfsBin, VolumeSize: cfg.VolumeSize})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Daemon = d2
+	}
+	if err := d.Daemon.Close(); err != nil {
+		t.Fatal(err)
+	}
+	clear := failAt(t, sessions.FailpointResume, 1)
+	restart()
+	clear()
+	if h := d.Health(); len(h.Unrestored) != 1 || h.Unrestored[0].ID != waiting.ID {
+		t.Fatalf("health: %+v", h)
+	}
+	for i := 0; ; i++ {
+		if _, err := os.Stat(data); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if i == 5 {
+			t.Fatalf("the data file of the content moved.bin has is not evicted after %d commits", i)
+		}
+		edit(2000 + i)
+		dataFile(t, d, "main", "big.bin")
+	}
+	if err := d.Daemon.Close(); err != nil {
+		t.Fatal(err)
+	}
+	restart()
+	if h := d.Health(); len(h.Unrestored) != 0 {
+		t.Fatalf("health after the next start: %+v", h)
+	}
+	if got := d.sh(t, waiting.ID, "cat moved.bin"); got != string(v1) {
+		t.Fatalf("the restored Workspace reads %d bytes of moved.bin, not its content", len(got))
+	}
+	if in, err := d.Inspect(waiting.ID); err != nil || !slices.Equal(in.Pending, []string{"big.bin", "moved.bin"}) {
+		t.Fatalf("inspect: %+v, %v", in.Pending, err)
+	}
+}
