@@ -62,9 +62,10 @@ func TestSwitchFailingHalfWay(t *testing.T) {
 				t.Fatalf("the commit through a failing switch: %+v, %v", res, err)
 			}
 			clear()
-			checkOnOldView(t, d, w, []string{"a.txt", "later.txt"})
-			// The changes it shows pending, one of which landed, commit
-			// again as one change.
+			// What landed (a.txt) is not pending.
+			checkOnOldView(t, d, w, []string{"later.txt"})
+			// The next commit moves it onto what landed, and lands
+			// what was written since.
 			d.commit(t, w.ID, api.StatusCommitted)
 			if got := d.read(t, "main", "a.txt") + d.read(t, "main", "later.txt"); got != "a\nmine\nlater\n" {
 				t.Fatalf("main after the second commit: %q", got)
@@ -179,6 +180,42 @@ func TestConflictAfterSwitchFailed(t *testing.T) {
 	d.commit(t, w.ID, api.StatusCommitted)
 	if got := d.read(t, "main", "m.txt"); got != "uno\n2\n3\n4\n5\n6\nseven\n" {
 		t.Fatalf("main's m.txt: %q", got)
+	}
+}
+
+// TestInspectAfterSwitchFailed: after a commit whose switch failed, the
+// Workspace is still on the view before it, but inspect lists as pending
+// only what the Commit that landed lacks — what the next commit, discard
+// or end would find once on it — not what landed. A file the commit
+// merged with another's change to it, and nothing written since, is not
+// pending either. Inspect listed everything the commit had landed.
+func TestInspectAfterSwitchFailed(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a.txt": "a\n", "m.txt": "1\n2\n3\n4\n5\n6\n7\n"}, sessions.Config{Volume: sessions.VolumeOff})
+	other, w := d.create(t, "main"), d.create(t, "main")
+	d.sh(t, other.ID, "sed -i 1s/1/one/ m.txt")
+	d.commit(t, other.ID, api.StatusCommitted)
+	d.sh(t, w.ID, "echo mine >> a.txt && echo n > n.txt && sed -i 7s/7/seven/ m.txt")
+	failSwitch(t, d, w.ID)
+	pending := func(want ...string) {
+		t.Helper()
+		in, err := d.Inspect(w.ID)
+		if err != nil || in.Lease != w.Lease || !slices.Equal(in.Pending, want) {
+			t.Fatalf("inspect: lease %.12s (was %.12s), pending %v, %v; want %v", in.Lease, w.Lease, in.Pending, err, want)
+		}
+	}
+	pending()
+	d.sh(t, w.ID, "echo later >> a.txt && rm n.txt && echo x > x.txt")
+	pending("a.txt", "n.txt", "x.txt")
+	res := d.commit(t, w.ID, api.StatusCommitted)
+	if got := d.read(t, "main", "a.txt") + d.read(t, "main", "m.txt"); got != "a\nmine\nlater\none\n2\n3\n4\n5\n6\nseven\n" {
+		t.Fatalf("main after the next commit (%+v): %q", res, got)
+	}
+	f, err := d.st.FS("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := f.Exists("n.txt"); ok || err != nil {
+		t.Fatalf("main's n.txt after the next commit: %v, %v", ok, err)
 	}
 }
 

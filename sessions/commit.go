@@ -129,7 +129,7 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 		err = w.follow(res.Commit, res.FinishAudit, true, next, cr)
 		next = nil
 		if err != nil {
-			err = fmt.Errorf("it landed as %s, but the Workspace could not follow it, and shows its changes as pending until it does, first thing at its next commit, discard or end, or at the daemon's next start: %w", res.Commit.Short(), err)
+			err = fmt.Errorf("it landed as %s, but the Workspace could not follow it: it shows the view before it until it does, first thing at its next commit, discard or end, or at the daemon's next start: %w", res.Commit.Short(), err)
 		}
 		if w.d.data != nil {
 			// After the switch to the new head: the data files made after

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -52,6 +53,40 @@ func (w *workspace) finishLanded(commit object.ID) (*publish.Result, []string, e
 		return nil, nil, w.follow(commit, nil, true, nil, cr) // the Store's lease is on it already
 	}
 	return w.settleLanded(commit, since)
+}
+
+// pendingLanded lists what is pending against commit, the Commit the
+// Workspace's last commit landed as and it has not followed
+// (unfollowed): what the move onto it (catchUp) would leave pending —
+// what differs from commit, and what commit put there that the view no
+// longer shows — found without moving the upperdir. A path another
+// commit changed too before the landing counts if the merge catchUp
+// would make of it is not commit's version. Callers hold w.mu (read).
+func (w *workspace) pendingLanded(commit object.ID) ([]string, error) {
+	rest, err := w.writtenSince(commit)
+	if rest == nil || err != nil {
+		return nil, err
+	}
+	_, remove, err := w.mergeLanded(commit, rest)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := w.headTree(commit)
+	if err != nil {
+		return nil, err
+	}
+	out := slices.Clone(rest.whiteouts)
+	for _, ch := range rest.c.Changes.Changes {
+		landed, err := lookupEntry(w.d.s, tree, ch.Path)
+		if err != nil {
+			return nil, err
+		}
+		if !sameVersion(ch.Entry, landed) && !slices.Contains(remove, ch.Path) {
+			out = append(out, ch.Path)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }
 
 // landedRest is what a Workspace's upperdir holds that the Commit its

@@ -396,7 +396,8 @@ func (w *workspace) listed() api.Workspace {
 	return w.describe()
 }
 
-// Inspect describes a Workspace with its uncommitted changed paths.
+// Inspect describes a Workspace with its uncommitted changed paths: after
+// a commit whose switch failed, those the Commit it landed as lacks.
 func (d *Daemon) Inspect(id string) (api.Workspace, error) {
 	w, err := d.get(id)
 	if err != nil {
@@ -405,7 +406,13 @@ func (d *Daemon) Inspect(id string) (api.Workspace, error) {
 	w.mu.RLock()
 	err = w.ended()
 	var pending []string
-	if err == nil {
+	switch {
+	case err != nil:
+	case !w.unfollowed.IsZero():
+		// Its last commit landed, but it is still on the view before:
+		// what landed is not pending.
+		pending, err = w.pendingLanded(w.unfollowed)
+	default:
 		pending, err = w.pending()
 	}
 	w.mu.RUnlock()
