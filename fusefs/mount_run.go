@@ -43,11 +43,19 @@ func Run(req Request) error {
 	// Signals are caught first: whenever one comes, what this command
 	// mounted is unmounted, or nothing is mounted at all.
 	sigs := notifySignals()
-	defer signal.Stop(sigs)
 	ready, pinned := backgroundChild()
 	if ready == nil && !req.Foreground {
-		return req.startBackground(sigs)
+		err := req.startBackground(sigs)
+		if err != nil {
+			signal.Stop(sigs)
+		}
+		// Else the server's mount is ready and this command has done its
+		// work: signals stay caught, unread, until it exits, so that one
+		// coming meanwhile does not kill a command that succeeded (with
+		// the mount in place).
+		return err
 	}
+	defer signal.Stop(sigs)
 	srv, closeAll, err := req.mount(pinned)
 	if err == nil {
 		// What the request names by relative paths is open or made
