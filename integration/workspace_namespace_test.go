@@ -188,6 +188,57 @@ func TestWorkspaceNamespaceFollowsHostMounts(t *testing.T) {
 	sees(false)
 }
 
+// TestWorkspaceNamespaceFollowsMovedHostMount: a filesystem moved on the
+// host (mount --move, which keeps the mount's ID) shows at its new place
+// in the Workspaces created after the move, and no longer at the old
+// one: the template was not made again for a move, and every new
+// Workspace went on seeing the mount where it had been.
+func TestWorkspaceNamespaceFollowsMovedHostMount(t *testing.T) {
+	d := startDaemon(t, map[string]string{"a": "a\n"}, sessions.Config{})
+	// A private parent: a mount whose parent is shared cannot be moved.
+	parent := t.TempDir()
+	if err := syscall.Mount("tmpfs", parent, "tmpfs", 0, "size=64k"); err != nil {
+		t.Fatalf("mount a tmpfs on the host: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(parent, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", parent, err)
+		}
+	})
+	if err := syscall.Mount("", parent, "", syscall.MS_PRIVATE, ""); err != nil {
+		t.Fatal(err)
+	}
+	from, to := filepath.Join(parent, "from"), filepath.Join(parent, "to")
+	for _, p := range []string{from, to} {
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mount("tmpfs", from, "tmpfs", 0, "size=64k"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(from+"/marker", []byte("host\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// sees creates Workspaces until one sees the marker at dir, at most
+	// four (the pool's holder and the spare were made before).
+	sees := func(dir string) {
+		t.Helper()
+		for i := 0; i < 4; i++ {
+			ws := d.create(t, "main")
+			if d.exec(t, ws.ID, nil, "cat", dir+"/marker").ExitCode == 0 {
+				return
+			}
+		}
+		t.Fatalf("after 4 creates, no Workspace sees the host mount at %s", dir)
+	}
+	sees(from)
+	if err := syscall.Mount(from, to, "", syscall.MS_MOVE, ""); err != nil {
+		t.Fatalf("move the mount: %v", err)
+	}
+	sees(to)
+}
+
 // TestWorkspaceUmask: commands run with umask 022, and the Workspace's
 // root is 0755, whatever umask the daemon was started with: under 077
 // every file a command wrote was 0600, and was committed so.

@@ -35,8 +35,8 @@ func TestLayerFSMountsFindsOverlays(t *testing.T) {
 }
 
 // TestHostMountsKey: the template namespace is made again when the
-// daemon's mounts other than LayerFS's change — one mounted, unmounted or
-// remounted — and not when a Workspace's overlay or a FUSE mount comes or
+// daemon's mounts other than LayerFS's change — one mounted, unmounted,
+// remounted or moved — and not when a Workspace's overlay or a FUSE mount comes or
 // goes.
 func TestHostMountsKey(t *testing.T) {
 	parse := func(lines ...string) []mountinfo.Mount {
@@ -62,11 +62,12 @@ func TestHostMountsKey(t *testing.T) {
 		t.Errorf("the FUSE mount's going changed the key")
 	}
 	for name, mounts := range map[string][]mountinfo.Mount{
-		"a mount added":     parse(root, vol, fuse, "50 1 0:50 / /data rw - tmpfs tmpfs rw"),
-		"a mount gone":      parse(root, fuse),
-		"a mount remounted": parse("1 0 8:1 / / ro,relatime shared:1 - ext4 /dev/sda1 rw", vol, fuse),
-		"its superblock":    parse("1 0 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 ro", vol, fuse),
-		"mounted again":     parse(root, "45 1 0:44 / /s/ws rw - xfs /dev/loop0 rw", fuse),
+		"a mount added":        parse(root, vol, fuse, "50 1 0:50 / /data rw - tmpfs tmpfs rw"),
+		"a mount gone":         parse(root, fuse),
+		"a mount remounted":    parse("1 0 8:1 / / ro,relatime shared:1 - ext4 /dev/sda1 rw", vol, fuse),
+		"its superblock":       parse("1 0 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 ro", vol, fuse),
+		"mounted again":        parse(root, "45 1 0:44 / /s/ws rw - xfs /dev/loop0 rw", fuse),
+		"moved (mount --move)": parse(root, "44 1 0:44 / /s/ws2 rw - xfs /dev/loop0 rw", fuse),
 	} {
 		if hostMounts(mounts) == base {
 			t.Errorf("%s: key unchanged", name)

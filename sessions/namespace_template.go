@@ -96,13 +96,14 @@ func (tp *nsTemplate) close() {
 
 // hostMounts describes the mounts that an isolated copy of a namespace
 // with mounts keeps: all but LayerFS's, each by its ID (new for every
-// mount) and its options (which a remount changes).
+// mount), where it is mounted (which a mount --move changes, keeping the
+// ID) and its options (which a remount changes).
 func hostMounts(mounts []mountinfo.Mount) string {
 	var b strings.Builder
 	for i, lfs := range layerfsFlags(mounts) {
 		if !lfs {
 			m := mounts[i]
-			fmt.Fprintf(&b, "%s %s %s\n", m.ID, m.Opts, strings.Join(m.SuperOpts, ","))
+			fmt.Fprintf(&b, "%s %q %s %s\n", m.ID, m.Point, m.Opts, strings.Join(m.SuperOpts, ","))
 		}
 	}
 	return b.String()
