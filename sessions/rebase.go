@@ -98,7 +98,7 @@ func (w *workspace) rebaseOnto(res *publish.Result, c *publish.Capture, more reb
 			w.d.s.SetLease(w.rec.ID, w.rec.Branch, w.d.id, w.rec.lease())
 		}
 		if rl != nil {
-			if uerr := errors.Join(rl.undo(oldUpper), rl.remove()); uerr != nil {
+			if uerr := rl.undoFailed(oldUpper); uerr != nil {
 				w.logf("a failed rebase could not be undone: its upperdir may hold the head's text: %v", uerr)
 			}
 		}

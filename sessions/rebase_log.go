@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -229,6 +230,27 @@ func (w *workspace) undoInterruptedRebase() error {
 	}
 	w.logf("undid the rebase onto the head its commit met, which a crash interrupted: back on %.12s", w.rec.Lease)
 	return l.remove()
+}
+
+// undoFailed undoes the steps of a rebase that failed, and removes the
+// log. If a step cannot be undone, what the rebase moved out of the
+// upperdir (kept-N) is still in the log's directory: that is moved aside
+// (rebase-N.kept-T), its log removed so that nothing undoes it again over
+// what commands write next, for the error to name; removed with the log,
+// the Workspace's own version of a conflicting file was lost.
+func (l *rebaseLog) undoFailed(upper string) error {
+	err := l.undo(upper)
+	if err == nil {
+		return l.remove()
+	}
+	if rerr := os.Remove(filepath.Join(l.dir, rebaseLogFile)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		return errors.Join(err, rerr)
+	}
+	aside := fmt.Sprintf("%s.kept-%d", l.dir, time.Now().UnixNano())
+	if rerr := os.Rename(l.dir, aside); rerr != nil {
+		return errors.Join(err, fmt.Errorf("what the rebase moved out of the upperdir stays in %s: %w", l.dir, rerr))
+	}
+	return fmt.Errorf("%w; what the rebase moved out of the upperdir is kept in %s", err, aside)
 }
 
 // remove removes the log, once its steps are undone: never to be undone

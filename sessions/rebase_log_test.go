@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -165,4 +166,45 @@ func snapshot(t *testing.T, dir string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestRebaseLogUndoFailedKeeps: a failed rebase whose undo fails at a
+// step keeps what the rebase moved out of the upperdir — here the
+// Workspace's own version of a conflicting file — aside, named in the
+// error, with no log left to undo it again; it removed the log's
+// directory, and that version with it.
+func TestRebaseLogUndoFailedKeeps(t *testing.T) {
+	upper, l := rebaseLogFixture(t, false)
+	if err := l.apply(upper, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	// conflict.txt cannot come back: a non-empty directory is there now.
+	conflict := filepath.Join(upper, "conflict.txt")
+	if err := os.Remove(conflict); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(conflict, "in"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := l.undoFailed(upper)
+	if err == nil {
+		t.Fatal("undo succeeded")
+	}
+	asides, _ := filepath.Glob(l.dir + ".kept-*")
+	if len(asides) != 1 || !strings.Contains(err.Error(), asides[0]) {
+		t.Fatalf("kept aside: %q; error: %v", asides, err)
+	}
+	if data, rerr := os.ReadFile(filepath.Join(asides[0], "kept-0")); rerr != nil || string(data) != "ours\n" {
+		t.Fatalf("the Workspace's version: %q, %v", data, rerr)
+	}
+	if l, lerr := loadRebaseLog(asides[0]); l != nil || lerr != nil {
+		t.Fatalf("a log left to undo again: %v, %v", l, lerr)
+	}
+	if _, serr := os.Stat(l.dir); !errors.Is(serr, fs.ErrNotExist) {
+		t.Fatalf("the log's directory: %v", serr)
+	}
+	// The other steps were undone.
+	if data, rerr := os.ReadFile(filepath.Join(upper, "unchanged.txt")); rerr != nil || string(data) != "u\n" {
+		t.Fatalf("unchanged.txt: %q, %v", data, rerr)
+	}
 }
