@@ -638,6 +638,48 @@ func TestRestartAfterCommitLanded(t *testing.T) {
 	}
 }
 
+// TestRestartAfterCommitLandedSettles: a commit that settled a conflict
+// (here a delete conflict, settled by writing a new version) and landed
+// before a crash leaves nothing unsettled once the restart has followed
+// it, as the commit itself would have: the record's list, saved before
+// the commit, came back, and the path's next version was refused as
+// still unsettled against a head that was the Workspace's own.
+func TestRestartAfterCommitLandedSettles(t *testing.T) {
+	d := startDaemon(t, map[string]string{"shared.txt": "base\n"}, sessions.Config{Volume: sessions.VolumeOff})
+	w := d.create(t, "main")
+	d.sh(t, w.ID, "rm shared.txt")
+	main, err := d.st.FS("main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := main.Append("shared.txt", []byte("theirs\n"), layerfs.Call{}); err != nil {
+		t.Fatal(err)
+	}
+	d.commit(t, w.ID, api.StatusConflict)
+	if got, err := d.Inspect(w.ID); err != nil || len(got.Unsettled) != 1 {
+		t.Fatalf("after the conflict: unsettled %v, %v", got.Unsettled, err)
+	}
+	d.sh(t, w.ID, "echo resolved > shared.txt")
+	w, err = d.Inspect(w.ID) // on the head the conflict met
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Daemon.Close(); err != nil {
+		t.Fatal(err)
+	}
+	res := landAsBeforeACrash(t, d, w, "resolved\n")
+	d.restart(t, sessions.VolumeOff)
+	got, err := d.Inspect(w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Lease != res.Commit.String() || len(got.Pending) != 0 || len(got.Unsettled) != 0 {
+		t.Fatalf("after the restart: lease %.12s (landed %s), pending %v, unsettled %v", got.Lease, res.Commit.Short(), got.Pending, got.Unsettled)
+	}
+	d.sh(t, w.ID, "rm shared.txt")
+	d.commit(t, w.ID, api.StatusCommitted)
+}
+
 // landAsBeforeACrash lands shared.txt with content as w's commit would,
 // moving w's lease in the Store in the same transaction, and leaves w's
 // record as it was: what a crash between the landing and the record's

@@ -50,6 +50,10 @@ func (w *workspace) finishLanded(commit object.ID) (*publish.Result, []string, e
 			return nil, nil, err
 		}
 		w.logf("its commit %.12s landed, but it had not followed it (a crash, or a switch that failed); following it", commit)
+		// As the commit that landed does (it was checked, or forced): a
+		// record saved before it, as a crash leaves it, still lists the
+		// conflicts it settled.
+		w.rec.Unsettled = nil                                 // saved with the switch
 		return nil, nil, w.follow(commit, nil, true, nil, cr) // the Store's lease is on it already
 	}
 	return w.settleLanded(commit, since)
