@@ -12,6 +12,7 @@ import (
 
 	"github.com/layerfs/layerfs/api"
 	"github.com/layerfs/layerfs/extents"
+	"github.com/layerfs/layerfs/internal/longpath"
 	"github.com/layerfs/layerfs/object"
 	"github.com/layerfs/layerfs/publish"
 	"github.com/layerfs/layerfs/store"
@@ -249,7 +250,7 @@ func topMissing(root, p string, dirs map[string]bool) (string, error) {
 			continue
 		}
 		var st unix.Stat_t
-		err := unix.Lstat(filepath.Join(root, filepath.FromSlash(q)), &st)
+		err := lstatL(filepath.Join(root, filepath.FromSlash(q)), &st) // longer than PATH_MAX with root in front, maybe
 		switch {
 		case errors.Is(err, unix.ENOENT):
 			return q, nil
@@ -353,7 +354,7 @@ func (w *workspace) withContent(ch publish.Change, stage *store.Stage) (publish.
 	if ch.Entry == nil || ch.Entry.Type != store.TypeFile {
 		return ch, nil
 	}
-	f, err := os.OpenFile(filepath.Join(w.hostPath(), filepath.FromSlash(ch.Path)), os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	f, err := longpath.Open(filepath.Join(w.hostPath(), filepath.FromSlash(ch.Path)), os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return ch, err
 	}
