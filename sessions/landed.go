@@ -399,6 +399,12 @@ func (w *workspace) catchUp() (*api.CommitResult, error) {
 		return nil, nil
 	}
 	out := &api.CommitResult{Status: api.StatusConflict, Head: commit.String(), Markers: markers}
+	if res == nil { // followed it whole: what is unsettled was before
+		for _, u := range w.rec.Unsettled {
+			out.Paths = append(out.Paths, u.Path)
+		}
+		return out, nil
+	}
 	for _, pc := range res.Conflicts {
 		out.Paths = append(out.Paths, pc.Path)
 		out.Conflicts = append(out.Conflicts, api.PathConflict{Path: pc.Path, Kind: pc.Kind})
