@@ -204,6 +204,7 @@ func (cw *capturer) entry(parent *os.File, path, lowerPath string, lower *store.
 	if err := unix.Fstatat(int(parent.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return vanished(fmt.Errorf("lstat %s: %w", path, err))
 	}
+	callAfterLstat(path)
 	if err := store.CheckName(name); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -223,7 +224,7 @@ func (cw *capturer) entry(parent *os.File, path, lowerPath string, lower *store.
 	case unix.S_IFREG:
 		f, err := openIn(parent, name, 0)
 		if err != nil {
-			return vanished(err)
+			return replaced(path, err)
 		}
 		defer f.Close()
 		if st.Size == 0 {
@@ -239,7 +240,7 @@ func (cw *capturer) entry(parent *os.File, path, lowerPath string, lower *store.
 	case unix.S_IFDIR:
 		d, err := openIn(parent, name, unix.O_DIRECTORY)
 		if err != nil {
-			return vanished(err)
+			return replaced(path, err)
 		}
 		defer d.Close()
 		return cw.directory(d, path, lowerPath, e, lower)
@@ -282,6 +283,9 @@ func (cw *capturer) file(f *os.File, path, lowerPath string, e store.Entry, lowe
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		return fmt.Errorf("%s: fstat: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("%s: %w", path, ErrChanged) // a directory, put in its place since its lstat
 	}
 	e = entryOf(e.Name, &st)
 	e.Type = store.TypeFile
@@ -555,6 +559,9 @@ func (cw *capturer) hash(r io.Reader) (object.ID, int64, error) {
 // symlink captures the symlink at path in upper directory parent.
 func (cw *capturer) symlink(parent *os.File, path string, e store.Entry, lower *store.Entry) error {
 	target, err := readlinkIn(parent, lastName(path))
+	if errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("%s: %w", path, ErrChanged) // no longer a symlink
+	}
 	if err != nil {
 		return vanished(fmt.Errorf("readlink %s: %w", path, err))
 	}

@@ -44,6 +44,39 @@ func SetAfterStatForTest(fn func(path string)) {
 	afterStat.Store(&fn)
 }
 
+// afterLstat, if set, is called with the path of each upper entry
+// capture looks at, between its lstat and its open.
+var afterLstat atomic.Pointer[func(path string)]
+
+// SetAfterLstatForTest makes capture call fn with the path of each upper
+// entry, after it took the entry's type and before it opens it, so that a
+// test can replace it there; a nil fn clears it. For tests only.
+func SetAfterLstatForTest(fn func(path string)) {
+	if fn == nil {
+		afterLstat.Store(nil)
+		return
+	}
+	afterLstat.Store(&fn)
+}
+
+func callAfterLstat(path string) {
+	if fn := afterLstat.Load(); fn != nil {
+		(*fn)(path)
+	}
+}
+
+// replaced turns the error of opening an entry of the kind its lstat
+// gave (a file, a directory) into ErrChanged when what is there now is
+// of another kind — a symlink (ELOOP: not followed), a file where a
+// directory was (ENOTDIR) — put in its place meanwhile. A gone entry is
+// passed over (vanished).
+func replaced(path string, err error) error {
+	if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+		return fmt.Errorf("%s: %w", path, ErrChanged)
+	}
+	return vanished(err)
+}
+
 func callAfterStat(path string) {
 	if fn := afterStat.Load(); fn != nil {
 		(*fn)(path)

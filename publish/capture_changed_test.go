@@ -111,3 +111,59 @@ func TestCaptureDryFileChangedWhileRead(t *testing.T) {
 		}
 	}
 }
+
+// TestCaptureEntryReplacedWhileRead: an entry replaced by one of another
+// kind between capture's lstat and its open — a file by a symlink or a
+// directory, a directory by a file or a symlink, a symlink by a file —
+// fails the capture with ErrChanged naming it, not with the open's ELOOP
+// or ENOTDIR, a read's EISDIR or a readlink's EINVAL as an internal error.
+func TestCaptureEntryReplacedWhileRead(t *testing.T) {
+	cases := []struct {
+		name    string
+		dir     bool // the entry capture saw is a directory
+		replace func(p string) error
+	}{
+		{"file by symlink", false, func(p string) error { return os.Symlink("elsewhere", p) }},
+		{"file by directory", false, func(p string) error { return os.Mkdir(p, 0o755) }},
+		{"directory by file", true, func(p string) error { return os.WriteFile(p, []byte("f\n"), 0o644) }},
+		{"directory by symlink", true, func(p string) error { return os.Symlink("elsewhere", p) }},
+		{"symlink by file", false, func(p string) error { return os.WriteFile(p, []byte("f\n"), 0o644) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRepo(t, map[string]string{"a.txt": "a\n"})
+			dir := t.TempDir()
+			p := filepath.Join(dir, "e")
+			var err error
+			switch {
+			case c.dir:
+				err = os.MkdirAll(filepath.Join(p, "sub"), 0o755)
+			case strings.HasPrefix(c.name, "symlink"):
+				err = os.Symlink("target", p)
+			default:
+				err = os.WriteFile(p, []byte("new\n"), 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			replaced := 0
+			SetAfterLstatForTest(func(path string) {
+				if path != "e" {
+					return
+				}
+				if err := errors.Join(os.RemoveAll(p), c.replace(p)); err != nil {
+					t.Errorf("replace %s: %v", path, err)
+				}
+				replaced++
+			})
+			t.Cleanup(func() { SetAfterLstatForTest(nil) })
+			_, err = CaptureUpper(r.s, Upper{Dir: dir, Base: r.head()})
+			if replaced != 1 {
+				t.Fatalf("replaced %d times, want once", replaced)
+			}
+			if !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "e: ") {
+				t.Fatalf("capture: %v; want %v naming e", err, ErrChanged)
+			}
+		})
+	}
+}
