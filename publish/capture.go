@@ -204,7 +204,7 @@ func (cw *capturer) entry(parent *os.File, path, lowerPath string, lower *store.
 	if err := unix.Fstatat(int(parent.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return vanished(fmt.Errorf("lstat %s: %w", path, err))
 	}
-	callAfterLstat(path)
+	afterLstat.call(path)
 	if err := store.CheckName(name); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -289,7 +289,7 @@ func (cw *capturer) file(f *os.File, path, lowerPath string, e store.Entry, lowe
 	}
 	e = entryOf(e.Name, &st)
 	e.Type = store.TypeFile
-	callAfterStat(path)
+	afterStat.call(path)
 	var content extents.File
 	var snapshot bool
 	var err error

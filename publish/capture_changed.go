@@ -28,42 +28,42 @@ import (
 // version of it could be stored. Committing again takes it as it is then.
 var ErrChanged = errors.New("the file changed while the commit read it (a command or an editor was writing it): commit again")
 
-// afterStat, if set, is called with the path of each upper file capture
-// reads, between the stat it compares with and the first read.
-var afterStat atomic.Pointer[func(path string)]
+// pathHook is a test's function that capture calls with a path at one
+// point of its work (SetAfterStatForTest, SetAfterLstatForTest).
+type pathHook struct {
+	fn atomic.Pointer[func(path string)]
+}
+
+func (h *pathHook) set(fn func(path string)) {
+	if fn == nil {
+		h.fn.Store(nil)
+		return
+	}
+	h.fn.Store(&fn)
+}
+
+func (h *pathHook) call(path string) {
+	if fn := h.fn.Load(); fn != nil {
+		(*fn)(path)
+	}
+}
+
+// afterStat is called with the path of each upper file capture reads,
+// between the stat it compares with and the first read; afterLstat with
+// the path of each upper entry capture looks at, between its lstat and
+// its open.
+var afterStat, afterLstat pathHook
 
 // SetAfterStatForTest makes capture call fn with the path of each upper
 // file it reads, after it took the file's size and before it reads it,
 // so that a test can change the file there; a nil fn clears it. For
 // tests only.
-func SetAfterStatForTest(fn func(path string)) {
-	if fn == nil {
-		afterStat.Store(nil)
-		return
-	}
-	afterStat.Store(&fn)
-}
-
-// afterLstat, if set, is called with the path of each upper entry
-// capture looks at, between its lstat and its open.
-var afterLstat atomic.Pointer[func(path string)]
+func SetAfterStatForTest(fn func(path string)) { afterStat.set(fn) }
 
 // SetAfterLstatForTest makes capture call fn with the path of each upper
 // entry, after it took the entry's type and before it opens it, so that a
 // test can replace it there; a nil fn clears it. For tests only.
-func SetAfterLstatForTest(fn func(path string)) {
-	if fn == nil {
-		afterLstat.Store(nil)
-		return
-	}
-	afterLstat.Store(&fn)
-}
-
-func callAfterLstat(path string) {
-	if fn := afterLstat.Load(); fn != nil {
-		(*fn)(path)
-	}
-}
+func SetAfterLstatForTest(fn func(path string)) { afterLstat.set(fn) }
 
 // replaced turns the error of opening an entry of the kind its lstat
 // gave (a file, a directory) into ErrChanged when what is there now is
@@ -75,12 +75,6 @@ func replaced(path string, err error) error {
 		return fmt.Errorf("%s: %w", path, ErrChanged)
 	}
 	return vanished(err)
-}
-
-func callAfterStat(path string) {
-	if fn := afterStat.Load(); fn != nil {
-		(*fn)(path)
-	}
 }
 
 // checkUnchanged turns the outcome of reading upper file f — content and
