@@ -19,15 +19,7 @@ func TestLayerFSMountsFindsOverlays(t *testing.T) {
 		"43 30 0:43 / /elsewhere rw - overlay none rw,lowerdir+=/srv/base,datadir+=/s/lower/c3,upperdir=/u,workdir=/w",
 		"44 30 0:44 / /s/ws rw - xfs /dev/loop0 rw",
 	}
-	var mounts []mountinfo.Mount
-	for _, l := range lines {
-		m, ok := mountinfo.Parse(l)
-		if !ok {
-			t.Fatalf("parse %q", l)
-		}
-		mounts = append(mounts, m)
-	}
-	got := layerfsMounts(mounts)
+	got := layerfsMounts(parseMounts(t, lines...))
 	want := []string{"/s/mnt/ws-a", "/s/mnt/ws-b", "/s/lower"} // deepest first
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("layerfsMounts = %q, want %q", got, want)
@@ -39,17 +31,7 @@ func TestLayerFSMountsFindsOverlays(t *testing.T) {
 // remounted or moved — and not when a Workspace's overlay or a FUSE mount comes or
 // goes.
 func TestHostMountsKey(t *testing.T) {
-	parse := func(lines ...string) []mountinfo.Mount {
-		var mounts []mountinfo.Mount
-		for _, l := range lines {
-			m, ok := mountinfo.Parse(l)
-			if !ok {
-				t.Fatalf("parse %q", l)
-			}
-			mounts = append(mounts, m)
-		}
-		return mounts
-	}
+	parse := func(lines ...string) []mountinfo.Mount { return parseMounts(t, lines...) }
 	root := "1 0 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw"
 	vol := "44 1 0:44 / /s/ws rw - xfs /dev/loop0 rw"
 	fuse := "40 1 0:40 / /s/lower ro,nosuid,nodev - fuse.layerfs /s/store.layerfs ro,user_id=0"
@@ -73,4 +55,18 @@ func TestHostMountsKey(t *testing.T) {
 			t.Errorf("%s: key unchanged", name)
 		}
 	}
+}
+
+// parseMounts parses mountinfo lines.
+func parseMounts(t *testing.T, lines ...string) []mountinfo.Mount {
+	t.Helper()
+	var mounts []mountinfo.Mount
+	for _, l := range lines {
+		m, ok := mountinfo.Parse(l)
+		if !ok {
+			t.Fatalf("parse %q", l)
+		}
+		mounts = append(mounts, m)
+	}
+	return mounts
 }
