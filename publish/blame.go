@@ -233,7 +233,7 @@ func ownershipWalk(s *store.Store, rd versionReader, path string, e *store.Entry
 func fromHistory(s *store.Store, rd versionReader, path string, e *store.Entry, v *version, at object.ID, budget *int) (store.Ownership, bool, error) {
 	if c, err := s.Commit(at); err != nil {
 		return store.Ownership{}, false, err
-	} else if ae, err := lookup(s, c.Tree, path); err != nil || ae == nil || ae.ID != e.ID {
+	} else if ae, err := LookupEntry(s, c.Tree, path); err != nil || ae == nil || ae.ID != e.ID {
 		return store.Ownership{}, false, err // at does not hold it: no walk
 	}
 	for {
@@ -252,7 +252,7 @@ func fromHistory(s *store.Store, rd versionReader, path string, e *store.Entry, 
 			if err != nil {
 				return store.Ownership{}, false, err
 			}
-			pe, err := lookup(s, pc.Tree, path)
+			pe, err := LookupEntry(s, pc.Tree, path)
 			if err != nil {
 				return store.Ownership{}, false, err
 			}

@@ -369,11 +369,11 @@ func (g *gate) stillValid(rows *blameRows, prev, cur, commit object.ID) *blameRo
 		if c.From != "" || (c.Entry != nil && c.Entry.Type != store.TypeFile) {
 			return nil
 		}
-		ea, err := lookup(g.s, a.Tree, c.Path)
+		ea, err := LookupEntry(g.s, a.Tree, c.Path)
 		if err != nil {
 			return nil
 		}
-		eb, err := lookup(g.s, b.Tree, c.Path)
+		eb, err := LookupEntry(g.s, b.Tree, c.Path)
 		if err != nil || (ea == nil) != (eb == nil) || (ea != nil && (ea.Type != eb.Type || ea.ID != eb.ID)) {
 			return nil
 		}
@@ -405,15 +405,15 @@ func (g *gate) audit(res *Result) error {
 // fingerprint of path p in tree root; a missing path (or one below a
 // non-directory) has the zero Fingerprint.
 func fingerprint(s *store.Store, root object.ID, p string) (Fingerprint, error) {
-	e, err := lookup(s, root, p)
+	e, err := LookupEntry(s, root, p)
 	if err != nil || e == nil {
 		return Fingerprint{}, err
 	}
 	return fingerprintOf(e), nil
 }
 
-// lookup finds p below root; nil when it is missing.
-func lookup(s *store.Store, root object.ID, p string) (*store.Entry, error) {
+// LookupEntry finds p below root; nil when it is missing.
+func LookupEntry(s *store.Store, root object.ID, p string) (*store.Entry, error) {
 	e, err := s.Lookup(root, p)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil

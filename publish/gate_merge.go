@@ -124,11 +124,11 @@ func (r gateRules) ignored(p string, isDir bool) bool {
 // reconcileOne decides one change; it reports whether the (possibly
 // rewritten) change still applies.
 func (g *gate) reconcileOne(r *reconciled, c *Change, baseTree object.ID, hc *store.Commit, rules gateRules) (bool, error) {
-	be, err := lookup(g.s, baseTree, c.Path)
+	be, err := LookupEntry(g.s, baseTree, c.Path)
 	if err != nil {
 		return false, err
 	}
-	he, err := lookup(g.s, hc.Tree, c.Path)
+	he, err := LookupEntry(g.s, hc.Tree, c.Path)
 	if err != nil {
 		return false, err
 	}

@@ -82,7 +82,7 @@ func (w *workspace) pendingLanded(commit object.ID) ([]string, error) {
 	}
 	out := slices.Clone(rest.whiteouts)
 	for _, ch := range rest.c.Changes.Changes {
-		landed, err := lookupEntry(w.d.s, tree, ch.Path)
+		landed, err := publish.LookupEntry(w.d.s, tree, ch.Path)
 		if err != nil {
 			return nil, err
 		}
@@ -144,7 +144,7 @@ func (w *workspace) writtenSince(commit object.ID) (*landedRest, error) {
 	}
 	rest := &landedRest{c: c}
 	for _, ch := range c.Changes.Changes {
-		landed, err := lookupEntry(w.d.s, cc.Tree, ch.Path)
+		landed, err := publish.LookupEntry(w.d.s, cc.Tree, ch.Path)
 		if err != nil {
 			return nil, err
 		}
@@ -155,11 +155,11 @@ func (w *workspace) writtenSince(commit object.ID) (*landedRest, error) {
 		if ch.Entry != nil && ch.Entry.Type == store.TypeDir {
 			continue // its own metadata: nothing to merge
 		}
-		was, err := lookupEntry(w.d.s, trees[0], ch.Path)
+		was, err := publish.LookupEntry(w.d.s, trees[0], ch.Path)
 		if err != nil {
 			return nil, err
 		}
-		met, err := lookupEntry(w.d.s, trees[1], ch.Path)
+		met, err := publish.LookupEntry(w.d.s, trees[1], ch.Path)
 		if err != nil {
 			return nil, err
 		}
@@ -174,18 +174,6 @@ func (w *workspace) writtenSince(commit object.ID) (*landedRest, error) {
 		return nil, nil
 	}
 	return rest, nil
-}
-
-// lookupEntry finds p below tree; nil if it is not there.
-func lookupEntry(s *store.Store, tree object.ID, p string) (*store.Entry, error) {
-	e, err := s.Lookup(tree, p)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &e, nil
 }
 
 // sameVersion reports whether a and b (nil: none) hold the same version
@@ -334,7 +322,7 @@ func (w *workspace) mergeLanded(commit object.ID, rest *landedRest) (res *publis
 	}
 	merged := res.Merged[:0]
 	for _, m := range res.Merged {
-		landed, err := lookupEntry(w.d.s, tree, m.Path)
+		landed, err := publish.LookupEntry(w.d.s, tree, m.Path)
 		if err != nil {
 			return nil, nil, err
 		}
