@@ -18,8 +18,10 @@ import (
 )
 
 // TestCommitOfAFileChangedWhileRead: a big file that shrinks or grows
-// through the Workspace's host path (an editor; or a command a commit
-// with allow_running left at work) while the commit reads it fails the
+// through the Workspace's host path (an editor that had it open for
+// writing before the commit began, which keeps the commit from making
+// that path read-only; or a command a commit with allow_running left at
+// work) while the commit reads it fails the
 // commit with 409 file_changed naming the file, and publishes nothing;
 // the commit failed with "big.bin: diff: read at N: EOF" (internal, 500).
 // Committing again takes the file as it is then. The second round edits
@@ -39,24 +41,24 @@ func TestCommitOfAFileChangedWhileRead(t *testing.T) {
 				func(f *os.File) error { _, err := f.WriteAt([]byte("grown"), 1<<20+100); return err },
 			} {
 				d.sh(t, w.ID, "printf edited | dd of=big.bin bs=1 seek=5000 conv=notrunc 2>/dev/null")
+				f, err := os.OpenFile(host, os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
 				var armed atomic.Bool
 				armed.Store(true)
 				publish.SetAfterStatForTest(func(path string) {
 					if path != "big.bin" || !armed.CompareAndSwap(true, false) {
 						return
 					}
-					f, err := os.OpenFile(host, os.O_WRONLY, 0)
-					if err == nil {
-						err = change(f)
-						f.Close()
-					}
-					if err != nil {
+					if err := change(f); err != nil {
 						t.Errorf("change big.bin at the host path: %v", err)
 					}
 				})
 				t.Cleanup(func() { publish.SetAfterStatForTest(nil) })
 				rec := httptest.NewRecorder()
 				d.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/workspaces/"+w.ID+"/commit", strings.NewReader("{}")))
+				f.Close()
 				var e api.Error
 				json.NewDecoder(rec.Body).Decode(&e)
 				if rec.Code != http.StatusConflict || e.Code != api.CodeChanged || !strings.Contains(e.Error, "big.bin: the file changed while the commit read it") {

@@ -132,7 +132,10 @@ func (w *workspace) copyUpUnder(path string, scan *keptScan, cr *carry) error {
 		return err
 	}
 	metacopy, renamed := scan.metacopy, scan.renamed
-	view := w.hostPath()
+	view, err := w.writableView()
+	if err != nil {
+		return err
+	}
 	for _, rel := range metacopy {
 		if err := copyUpFile(filepath.Join(view, rel)); err != nil {
 			return err
@@ -149,7 +152,11 @@ func (w *workspace) copyUpUnder(path string, scan *keptScan, cr *carry) error {
 // copyUpRenamed copies up through the view all of the renamed directory
 // at rel (upper-relative), and adds its directories to cr.opaque.
 func (w *workspace) copyUpRenamed(rel string, cr *carry) error {
-	if err := copyUpTree(filepath.Join(w.hostPath(), rel)); err != nil {
+	view, err := w.writableView()
+	if err != nil {
+		return err
+	}
+	if err := copyUpTree(filepath.Join(view, rel)); err != nil {
 		return err
 	}
 	upper := w.upper()

@@ -44,6 +44,9 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 		return api.CommitResult{}, err
 	}
 	start := time.Now()
+	// What editors write through the host path from here to the switch
+	// would go with the old upperdir: they are refused instead (freeze.go).
+	defer w.freezeHost()()
 	// Its last commit landed, but the Workspace did not follow it: it
 	// does first, so that this one's base is that Commit.
 	if !w.unfollowed.IsZero() {
@@ -88,6 +91,9 @@ func (w *workspace) commit(req api.CommitRequest) (api.CommitResult, error) {
 			w.d.data.drop(c.Clones)
 		}
 	}()
+	if err := failpoint(FailpointCaptured); err != nil {
+		return api.CommitResult{}, err
+	}
 	if n > 0 && !req.AllowRunning {
 		return api.CommitResult{}, errRunning(n)
 	}

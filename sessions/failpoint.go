@@ -12,6 +12,9 @@ const (
 	// FailpointNamespace is the attach of a Workspace's new view in its
 	// namespace (show).
 	FailpointNamespace = "show-namespace"
+	// FailpointCaptured is a commit's end of capture, before the publish
+	// (Commit).
+	FailpointCaptured = "captured"
 	// FailpointRebaseStep is each change a rebase makes to the upperdir
 	// (rebaseLog.apply).
 	FailpointRebaseStep = "rebase-step"

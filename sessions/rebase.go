@@ -58,8 +58,12 @@ func (w *workspace) rebaseOnto(res *publish.Result, c *publish.Capture, more reb
 	// too below the ignored paths, where a renamed directory, which takes
 	// its lower entries from the path it was renamed from, is copied up
 	// whole, and made opaque once the view is gone (as a carry does).
+	view, err := w.writableView()
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, p := range c.Metacopy {
-		if err := copyUpFile(filepath.Join(w.hostPath(), filepath.FromSlash(p))); err != nil {
+		if err := copyUpFile(filepath.Join(view, filepath.FromSlash(p))); err != nil {
 			return nil, nil, fmt.Errorf("copy up %s before the rebase: %w", p, err)
 		}
 	}

@@ -54,6 +54,9 @@ type workspace struct {
 	// moves it onto first (catchUp); zero if none. Guarded by mu. A restart
 	// finds it in the Store's lease (landedBeforeCrash).
 	unfollowed object.ID
+	// frozen is set while a commit holds the view at the host path
+	// read-only (freezeHost), guarded by mu.
+	frozen *frozenHost
 }
 
 func (w *workspace) dir(parts ...string) string {
